@@ -1,0 +1,40 @@
+"""lreact: the helper package of the L-ReAct course unit (the ReAct loop and tool use).
+
+One module per idea of the lecture:
+
+- ``messages``  Part IV, message types and their Ollama wire format
+- ``models``    the ``llm(messages, tools) -> AssistantMessage`` protocol: ScriptedLLM, OllamaLLM
+- ``setup``     ``check_setup()``: is Ollama running, is the model pulled, does it call tools
+- ``tools``     Part III, example tools (offline weather table, safe arithmetic) and their schemas
+- ``sampling``  Part I, reference softmax / temperature / top-k / top-p / sampling
+- ``chatml``    Part IV, the Qwen2.5 chat template as text
+- ``grammar``   Part I, a toy vocabulary and grammar for constrained decoding
+- ``checks``    comparison helpers the graded tests use (plain numbers, never ``__eq__``)
+"""
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolCallError,
+    ToolResultMessage,
+    UserMessage,
+    message_from_wire,
+    messages_to_wire,
+)
+from .models import (
+    DEFAULT_MODEL,
+    OllamaError,
+    OllamaLLM,
+    ScriptedLLM,
+    ScriptExhaustedError,
+    default_model,
+)
+from .setup import check_setup
+
+__all__ = [
+    "AssistantMessage", "Message", "SystemMessage", "ToolCall", "ToolCallError",
+    "ToolResultMessage", "UserMessage", "message_from_wire", "messages_to_wire",
+    "DEFAULT_MODEL", "OllamaError", "OllamaLLM", "ScriptedLLM", "ScriptExhaustedError",
+    "default_model", "check_setup",
+]

@@ -1,0 +1,133 @@
+"""Comparison helpers for graded tests (the exercises' and the lab's test cells use them).
+
+Rules that keep tests honest (see ``shared/notes/nbgrader.md``):
+- compare plain numbers after converting them (``float``, ``int``, sorted lists of ``str``), never
+  an answer object's own ``__eq__``;
+- a failing check raises AssertionError with a hint that names the lecture section to reread,
+  never the expected value (``reveal=False``, the default for visible tests);
+- nothing here prints or warns: any stderr in a test cell would zero it under nbgrader.
+
+Test cells import these names *inside each cell*, so the grader can reload this module before
+every test cell and a student cannot swap them out.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+
+class _Missing:
+    pass
+
+
+def _fail(message: str, hint: str):
+    text = message if not hint else f"{message}\nHint: {hint}"
+    raise AssertionError(text)
+
+
+def as_float_list(value, name="answer", hint="") -> list:
+    """``value`` as a list of plain Python floats (a scalar becomes a one-element list)."""
+    if value is None or value is Ellipsis:
+        _fail(f"{name} is not set yet", hint)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arr = np.asarray(value, dtype=float).ravel()
+    except (TypeError, ValueError):
+        _fail(f"{name} must be a number or a list of numbers, got {type(value).__name__}", hint)
+    return [float(x) for x in arr.tolist()]
+
+
+def as_float(value, name="answer", hint="") -> float:
+    """``value`` as one plain float."""
+    values = as_float_list(value, name, hint)
+    if len(values) != 1:
+        _fail(f"{name} must be a single number, got {len(values)} values", hint)
+    return values[0]
+
+
+def as_int(value, name="answer", hint="") -> int:
+    """``value`` as a plain int (a float that is not whole is refused)."""
+    if isinstance(value, bool) or value is None or value is Ellipsis:
+        _fail(f"{name} must be a whole number, got {value!r}", hint)
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        _fail(f"{name} must be a whole number, got {type(value).__name__}", hint)
+    if not math.isfinite(f) or f != int(f):
+        _fail(f"{name} must be a whole number, got {f}", hint)
+    return int(f)
+
+
+def as_str_set(value, name="answer", hint="") -> list:
+    """``value`` (an iterable of strings) as a sorted list of distinct plain ``str``."""
+    if isinstance(value, str) or value is None or value is Ellipsis:
+        _fail(f"{name} must be a list or set of strings, got {value!r}", hint)
+    try:
+        items = [str(x) for x in list(value)]
+    except TypeError:
+        _fail(f"{name} must be a list or set of strings, got {type(value).__name__}", hint)
+    return sorted(set(items))
+
+
+def assert_close(actual, expected, *, tol=1e-6, name="answer", hint="", reveal=False):
+    """Every entry of ``actual`` within ``tol`` of ``expected`` (same length)."""
+    a = as_float_list(actual, name, hint)
+    e = [float(x) for x in np.asarray(expected, dtype=float).ravel().tolist()]
+    if len(a) != len(e):
+        _fail(f"{name} has {len(a)} values, expected {len(e)}", hint)
+    for i, (x, y) in enumerate(zip(a, e)):
+        ok = (x == y) or (math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tol)
+        if not ok:
+            where = f" at index {i}" if len(a) > 1 else ""
+            detail = f": got {x!r}, expected {y!r}" if reveal else f": got {x!r}"
+            _fail(f"{name} is wrong{where}{detail}", hint)
+
+
+def assert_int_equal(actual, expected, *, name="answer", hint="", reveal=False):
+    a = as_int(actual, name, hint)
+    if a != int(expected):
+        _fail(f"{name} is wrong: got {a}" + (f", expected {int(expected)}" if reveal else ""),
+              hint)
+
+
+def assert_same_set(actual, expected, *, name="answer", hint="", reveal=False):
+    a = as_str_set(actual, name, hint)
+    e = sorted(set(str(x) for x in expected))
+    if a != e:
+        _fail(f"{name} is wrong: got {a}" + (f", expected {e}" if reveal else ""), hint)
+
+
+def assert_probability_vector(p, n=None, *, name="probabilities", hint="", tol=1e-9):
+    """Non-negative, finite, summing to one (and of length ``n`` if given)."""
+    values = as_float_list(p, name, hint)
+    if n is not None and len(values) != n:
+        _fail(f"{name} has {len(values)} entries, expected {n}", hint)
+    if any(not math.isfinite(v) or v < 0 for v in values):
+        _fail(f"{name} has a negative, NaN or infinite entry: {values}", hint)
+    if abs(math.fsum(values) - 1.0) > tol:
+        _fail(f"{name} sum to {math.fsum(values)!r}, not 1", hint)
+    return values
+
+
+def assert_raises(exc_type, fn, *args, name="call", hint="", **kwargs):
+    """``fn(*args, **kwargs)`` raises ``exc_type`` (and returns the exception)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(*args, **kwargs)
+    except exc_type as e:
+        return e
+    except Exception as e:  # noqa: BLE001 - report what was raised instead
+        _fail(f"{name} raised {type(e).__name__}: {e}, expected {exc_type.__name__}", hint)
+    _fail(f"{name} did not raise {exc_type.__name__}", hint)
+
+
+def quiet(fn, *args, **kwargs):
+    """Call ``fn`` with warnings silenced (a stray warning in a test cell would zero it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)

@@ -1,0 +1,181 @@
+"""Message types of the lecture (Part IV, "Message Types") and their Ollama wire format.
+
+The loop stores its history as a list of these objects.  Each role has its own type
+because each carries different fields:
+
+- ``SystemMessage(content)``: the standing instructions, first in every call;
+- ``UserMessage(content)``: what the user typed;
+- ``AssistantMessage(text, tool_calls)``: one model turn, text and/or a list of ``ToolCall``;
+- ``ToolCall(id, name, arguments)``: one requested call, ``arguments`` a JSON *string*
+  (as the model sampled it: it may be malformed, which is why the runtime validates it);
+- ``ToolResultMessage(tool_call_id, content)``: the result of one call, paired by id.
+
+``messages_to_wire`` / ``message_from_wire`` convert to and from the JSON that Ollama's
+``/api/chat`` speaks (see ``shared/notes/ollama-and-qwen.md``).
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Union
+
+
+class ToolCallError(ValueError):
+    """A tool call failed validation (Part III, "Validating Tool Calls").
+
+    The message says which of the three checks failed (JSON, tool existence, schema) and why.
+    """
+
+
+def _require_str(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {value!r}")
+    return value
+
+
+@dataclass
+class SystemMessage:
+    content: str
+    role: ClassVar[str] = "system"
+
+    def __post_init__(self):
+        _require_str(self.content, "SystemMessage.content")
+
+
+@dataclass
+class UserMessage:
+    content: str
+    role: ClassVar[str] = "user"
+
+    def __post_init__(self):
+        _require_str(self.content, "UserMessage.content")
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # a JSON string, exactly as the model produced it
+
+    def __post_init__(self):
+        _require_str(self.id, "ToolCall.id")
+        _require_str(self.name, "ToolCall.name")
+        if isinstance(self.arguments, dict):
+            raise TypeError(
+                "ToolCall.arguments must be a JSON string, not a dict: "
+                f"write json.dumps({self.arguments!r}) instead")
+        _require_str(self.arguments, "ToolCall.arguments")
+
+
+@dataclass
+class AssistantMessage:
+    text: str = ""
+    tool_calls: list = field(default_factory=list)
+    role: ClassVar[str] = "assistant"
+
+    def __post_init__(self):
+        _require_str(self.text, "AssistantMessage.text")
+        self.tool_calls = list(self.tool_calls)
+        for call in self.tool_calls:
+            if not isinstance(call, ToolCall):
+                raise TypeError(
+                    f"AssistantMessage.tool_calls must hold ToolCall objects, got {call!r}")
+
+
+@dataclass
+class ToolResultMessage:
+    tool_call_id: str
+    content: str
+    role: ClassVar[str] = "tool"
+
+    def __post_init__(self):
+        _require_str(self.tool_call_id, "ToolResultMessage.tool_call_id")
+        _require_str(self.content, "ToolResultMessage.content")
+
+
+Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolResultMessage]
+MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
+
+
+def new_call_id() -> str:
+    """A fresh tool-call id in the server's style (``call_`` + 8 hex digits)."""
+    return "call_" + uuid.uuid4().hex[:8]
+
+
+def arguments_as_object(arguments: str):
+    """The arguments of a call as a JSON object for the wire.
+
+    Ollama's ``/api/chat`` wants an object.  A string that is not a JSON object (a malformed
+    call the model produced earlier) is kept whole under ``"__raw_arguments__"`` so nothing is lost.
+    """
+    try:
+        value = json.loads(arguments)
+    except (TypeError, ValueError):
+        return {"__raw_arguments__": arguments}
+    return value if isinstance(value, dict) else {"__raw_arguments__": arguments}
+
+
+def messages_to_wire(messages) -> list:
+    """Convert a history to the list of dicts that Ollama's ``/api/chat`` expects.
+
+    Tool results carry ``tool_name`` (Ollama's field, looked up from the call they answer)
+    and ``tool_call_id``; assistant tool calls carry their ``id``.
+    """
+    names = {}
+    wire = []
+    for i, m in enumerate(messages):
+        if isinstance(m, (SystemMessage, UserMessage)):
+            wire.append({"role": m.role, "content": m.content})
+        elif isinstance(m, AssistantMessage):
+            out = {"role": "assistant", "content": m.text}
+            if m.tool_calls:
+                out["tool_calls"] = []
+                for call in m.tool_calls:
+                    names[call.id] = call.name
+                    out["tool_calls"].append({
+                        "id": call.id,
+                        "function": {"name": call.name,
+                                     "arguments": arguments_as_object(call.arguments)},
+                    })
+            wire.append(out)
+        elif isinstance(m, ToolResultMessage):
+            out = {"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id}
+            if m.tool_call_id in names:
+                out["tool_name"] = names[m.tool_call_id]
+            wire.append(out)
+        else:
+            raise TypeError(
+                f"message {i} is a {type(m).__name__}, not one of the lecture's message types "
+                "(SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)")
+    return wire
+
+
+def message_from_wire(message: dict, new_id: Callable[[], str] = new_call_id) -> Message:
+    """Convert one wire message (a dict) back to a lecture message type.
+
+    For an assistant message, a tool call keeps the server's ``id`` when it has one and gets
+    ``new_id()`` otherwise; ``arguments`` becomes a JSON string whether it came as an object
+    (``/api/chat``) or as a string (the OpenAI-compatible endpoint).
+    """
+    if not isinstance(message, dict) or "role" not in message:
+        raise ValueError(f"not a wire message (a dict with a 'role'): {message!r}")
+    role = message["role"]
+    content = message.get("content") or ""
+    if role == "system":
+        return SystemMessage(content)
+    if role == "user":
+        return UserMessage(content)
+    if role == "tool":
+        return ToolResultMessage(message.get("tool_call_id") or "", content)
+    if role == "assistant":
+        calls = []
+        for raw in message.get("tool_calls") or []:
+            fn = raw.get("function") or {}
+            args = fn.get("arguments", {})
+            if not isinstance(args, str):
+                args = json.dumps(args, ensure_ascii=False)
+            calls.append(ToolCall(id=raw.get("id") or new_id(), name=fn.get("name", ""),
+                                  arguments=args))
+        return AssistantMessage(text=content, tool_calls=calls)
+    raise ValueError(f"unknown role {role!r}: expected system, user, assistant or tool")
