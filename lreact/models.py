@@ -172,6 +172,14 @@ class OllamaLLM:
                 f"timeout=, or use a smaller model (e.g. LREACT_MODEL=qwen2.5:1.5b).") from None
         except ollama.ResponseError as e:
             raise OllamaError(self._explain(e)) from None
+        except httpx.HTTPError as e:  # the connection broke off mid-answer, a protocol error...
+            raise OllamaError(
+                f"The connection to Ollama at {self.host} failed ({type(e).__name__}: {e}). Check "
+                "that `ollama serve` is still running, then run this cell again.") from None
+        except ValueError:  # the answer was not JSON: something else listens on that port
+            raise OllamaError(
+                f"The server at {self.host} did not answer like Ollama (no JSON). Is OLLAMA_HOST "
+                "pointing at the right address?") from None
 
     def _explain(self, e) -> str:
         text = str(getattr(e, "error", e))

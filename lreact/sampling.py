@@ -30,7 +30,9 @@ def softmax(z) -> np.ndarray:
         # +inf logits share all the mass equally (the limit of very large logits)
         p = np.isposinf(z).astype(float)
         return p / p.sum()
-    e = np.exp(z - z.max())
+    with np.errstate(over="ignore", under="ignore"):
+        # z - max <= 0; a gap too large for a float becomes -inf, i.e. probability 0
+        e = np.exp(z - z.max())
     return e / e.sum()
 
 
@@ -48,7 +50,12 @@ def temperature_softmax(z, T: float) -> np.ndarray:
         p = np.zeros_like(z)
         p[int(np.argmax(z))] = 1.0
         return p
-    return softmax(z / T)
+    if np.isposinf(z).any():
+        return softmax(z)  # +inf logits keep all the mass at any T > 0
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        # shift before dividing: z / T alone overflows to inf for a tiny T or a huge logit
+        shifted = np.where(np.isneginf(z), -np.inf, (z - z.max()) / T)
+    return softmax(shifted)
 
 
 def top_k_filter(probs, k: int) -> np.ndarray:

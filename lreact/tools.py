@@ -6,6 +6,7 @@ API) expect.  ``TOOLS`` is the list advertised to the model; ``REGISTRY`` maps n
 from __future__ import annotations
 
 import ast
+import math
 import operator
 
 # A fixed weather table: the lab's agent must give the same answers on every machine.
@@ -58,11 +59,20 @@ CALCULATOR_TOOL = {
 }
 
 
+class UnknownCityError(KeyError):
+    """``get_weather`` was asked for a city that is not in the table (a KeyError whose text reads
+    plainly: ``str(KeyError('x'))`` would wrap the message in quotes)."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
 def get_weather(city: str, unit: str = "celsius") -> str:
     """The weather in ``city`` from the offline table, e.g. ``'12°C, rainy'``."""
     key = {name.lower(): name for name in WEATHER}.get(str(city).strip().lower())
     if key is None:
-        raise KeyError(f"unknown city {city!r}; known cities: {', '.join(sorted(WEATHER))}")
+        raise UnknownCityError(
+            f"unknown city {city!r}; known cities: {', '.join(sorted(WEATHER))}")
     row = WEATHER[key]
     if unit == "celsius":
         return f"{row['temp_c']}°C, {row['condition']}"
@@ -77,21 +87,39 @@ _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 MAX_EXPONENT = 100
 MAX_EXPRESSION_LENGTH = 200
+MAX_RESULT_BITS = 4096  # integers beyond about 1233 digits are refused (no runaway powers)
+
+
+def _check_size(value):
+    if isinstance(value, int) and value.bit_length() > MAX_RESULT_BITS:
+        raise ValueError(f"result too large (more than {MAX_RESULT_BITS} bits)")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("result is not a finite number (overflow)")
+    return value
 
 
 def _evaluate(node):
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value
+        return _check_size(node.value)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-            raise ValueError(f"exponent {right} is too large (at most {MAX_EXPONENT})")
-        return _BINARY[type(node.op)](left, right)
+        if isinstance(node.op, ast.Pow):
+            if abs(right) > MAX_EXPONENT:
+                raise ValueError(f"exponent {right} is too large (at most {MAX_EXPONENT})")
+            if (isinstance(left, int) and isinstance(right, int)
+                    and left.bit_length() * right > MAX_RESULT_BITS):
+                raise ValueError(f"result too large (more than {MAX_RESULT_BITS} bits)")
+        try:
+            return _check_size(_BINARY[type(node.op)](left, right))
+        except OverflowError:
+            raise ValueError("result is not a finite number (overflow)") from None
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_evaluate(node.operand))
-    raise ValueError(f"not allowed in an arithmetic expression: {ast.dump(node)[:60]}")
+    raise ValueError(f"not allowed in an arithmetic expression: {type(node).__name__} "
+                     f"{ast.unparse(node)[:40]!r} (only numbers, + - * / // % ** and "
+                     "parentheses)")
 
 
 def calculate(expression: str) -> str:

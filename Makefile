@@ -1,0 +1,44 @@
+# L-ReAct course unit. Two commands on a fresh machine with Python 3.11:
+#   make lab    set up everything and open the course in JupyterLab
+#   make test   set up everything and run every test (what CI runs)
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.lreact-installed
+
+.PHONY: setup lab test unit selfcheck release system-deps benchmark clean
+
+$(STAMP): requirements.txt requirements-test.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "L-ReAct needs Python 3.11 or newer, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-test.txt -e .
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+lab: setup
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)"
+
+system-deps:
+	@bash scripts/system-deps.sh
+
+# Every test: the grading proofs (selfcheck), then the pytest suite (unit, notebooks, browser).
+test: setup system-deps
+	$(PY) -m autograder selfcheck
+	$(PY) -m pytest
+
+unit: setup
+	$(PY) -m pytest -m "not slow and not browser"
+
+selfcheck: setup
+	$(PY) -m autograder selfcheck
+
+release: setup
+	$(PY) -m autograder release
+
+benchmark: setup
+	$(PY) scripts/benchmark_grading.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis artifacts .grading

@@ -1,0 +1,294 @@
+"""OllamaLLM against recorded HTTP exchanges (tests/fixtures/ollama/*.json), no server needed.
+
+Each fixture holds the exact request the client must send and the server's recorded answer in
+Ollama's ``/api/chat`` wire format (shared/notes/ollama-and-qwen.md).  respx stands in for the
+network: a test checks what ``OllamaLLM`` SENT as well as what it made of the answer.
+"""
+import json
+import pathlib
+import re
+
+import httpx
+import pytest
+import respx
+
+from lreact import (AssistantMessage, OllamaError, OllamaLLM, SystemMessage, ToolCall,
+                    ToolResultMessage, UserMessage)
+from lreact.tools import TOOLS
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "ollama"
+HOST = "http://127.0.0.1:11434"
+OPTIONS = dict(temperature=0, top_k=40, top_p=0.9, seed=42)
+SYSTEM = SystemMessage("You are a helpful assistant. Use the tools when they help.")
+BERLIN = UserMessage("What's the weather in Berlin?")
+
+
+def load(name):
+    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def replay(router, name):
+    """Route the fixture's request to its recorded response (or transport failure)."""
+    fx = load(name)
+    req = fx["request"]
+    route = router.route(method=req["method"], url=fx["host"] + req["path"])
+    if "raises" in fx:
+        route.side_effect = getattr(httpx, fx["raises"])("recorded failure")
+    else:
+        route.return_value = httpx.Response(fx["response"]["status"], json=fx["response"]["json"])
+    return fx, route
+
+
+def sent_json(route, i=-1):
+    return json.loads(route.calls[i].request.content)
+
+
+def make_llm(model="qwen2.5:7b", **kw):
+    return OllamaLLM(model, host=HOST, timeout=kw.pop("timeout", 30), **{**OPTIONS, **kw})
+
+
+@pytest.fixture
+def router():
+    with respx.mock(assert_all_mocked=True, assert_all_called=False) as r:
+        yield r
+
+
+def test_every_fixture_is_well_formed():
+    names = sorted(p.stem for p in FIXTURES.glob("*.json"))
+    assert len(names) >= 12
+    for name in names:
+        fx = load(name)
+        assert fx["description"] and fx["host"] == HOST
+        assert fx["request"]["method"] in ("GET", "POST")
+        assert ("response" in fx) != ("raises" in fx), name
+        if fx["request"]["path"] == "/api/chat":
+            assert fx["request"]["json"]["stream"] is False, name
+
+
+# -- what the client sends ------------------------------------------------------------------------
+
+def test_request_body_is_exactly_the_recorded_one(router):
+    fx, route = replay(router, "chat_tool_call_with_id")
+    make_llm()([SYSTEM, BERLIN], TOOLS)
+    assert route.call_count == 1
+    request = route.calls[0].request
+    assert request.method == "POST" and request.url.path == "/api/chat"
+    body = sent_json(route)
+    assert body == fx["request"]["json"]
+    assert body["stream"] is False
+    assert body["model"] == "qwen2.5:7b"
+    assert body["options"] == {"temperature": 0, "top_k": 40, "top_p": 0.9, "seed": 42}
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_weather", "calculate"]
+
+
+def test_history_goes_out_in_wire_format_with_ids_and_tool_name(router):
+    fx, route = replay(router, "chat_text_answer")
+    history = [SYSTEM, BERLIN,
+               AssistantMessage(tool_calls=[ToolCall("call_ab12cd34", "get_weather",
+                                                     '{"city": "Berlin"}')]),
+               ToolResultMessage("call_ab12cd34", "12°C, rainy")]
+    reply = make_llm()(history, TOOLS)
+    body = sent_json(route)
+    assert body == fx["request"]["json"]
+    call = body["messages"][2]["tool_calls"][0]
+    assert call["id"] == "call_ab12cd34"
+    assert call["function"]["arguments"] == {"city": "Berlin"}  # an object on /api/chat
+    result = body["messages"][3]
+    assert (result["role"], result["tool_call_id"], result["tool_name"]) == \
+        ("tool", "call_ab12cd34", "get_weather")
+    assert isinstance(reply, AssistantMessage)
+    assert reply.text == "It's 12°C and rainy in Berlin." and reply.tool_calls == []
+
+
+def test_no_tools_and_no_options_are_left_out(router):
+    _, route = replay(router, "chat_text_answer")
+    OllamaLLM("qwen2.5:7b", host=HOST, timeout=30)([BERLIN], None)
+    body = sent_json(route)
+    assert "tools" not in body and "options" not in body
+    assert body["messages"] == [{"role": "user", "content": "What's the weather in Berlin?"}]
+
+
+def test_none_options_are_dropped_and_unknown_ones_refused(router):
+    _, route = replay(router, "chat_text_answer")
+    OllamaLLM("qwen2.5:7b", host=HOST, timeout=30, temperature=0.7, seed=None)([BERLIN], None)
+    assert sent_json(route)["options"] == {"temperature": 0.7}
+    with pytest.raises(TypeError, match="temprature"):
+        OllamaLLM("qwen2.5:7b", host=HOST, temprature=0.7)
+
+
+def test_model_comes_from_the_environment_variable(router, monkeypatch):
+    _, route = replay(router, "chat_text_answer")
+    monkeypatch.setenv("LREACT_MODEL", "qwen2.5:0.5b")
+    llm = OllamaLLM(host=HOST, timeout=30)
+    assert llm.model == "qwen2.5:0.5b"
+    llm([BERLIN], None)
+    assert sent_json(route)["model"] == "qwen2.5:0.5b"
+
+
+def test_history_is_not_modified_by_a_call(router):
+    replay(router, "chat_tool_call_with_id")
+    history = [SYSTEM, BERLIN]
+    make_llm()(history, TOOLS)
+    assert history == [SYSTEM, BERLIN]
+
+
+# -- what the client makes of the answer ----------------------------------------------------------
+
+def test_tool_call_keeps_the_server_id(router):
+    replay(router, "chat_tool_call_with_id")
+    reply = make_llm()([SYSTEM, BERLIN], TOOLS)
+    assert reply.text == ""
+    assert len(reply.tool_calls) == 1
+    call = reply.tool_calls[0]
+    assert isinstance(call, ToolCall)
+    assert (call.id, call.name) == ("call_ab12cd34", "get_weather")
+    assert isinstance(call.arguments, str)  # arguments as a JSON string, as the lecture says
+    assert json.loads(call.arguments) == {"city": "Berlin"}
+
+
+def test_tool_call_without_id_gets_one(router):
+    replay(router, "chat_tool_call_without_id")
+    call = make_llm()([SYSTEM, BERLIN], TOOLS).tool_calls[0]
+    assert re.fullmatch(r"call_\w+", call.id)
+    assert json.loads(call.arguments) == {"city": "Berlin"}
+
+
+def test_parallel_calls_get_distinct_ids_in_order(router):
+    replay(router, "chat_parallel_calls")
+    reply = make_llm()([SYSTEM, UserMessage("Compare the weather in Berlin and Paris.")], TOOLS)
+    assert [json.loads(c.arguments)["city"] for c in reply.tool_calls] == ["Berlin", "Paris"]
+    assert [c.name for c in reply.tool_calls] == ["get_weather", "get_weather"]
+    ids = [c.id for c in reply.tool_calls]
+    assert len(set(ids)) == 2 and all(ids)
+
+
+def test_assigned_ids_are_unique_across_a_run(router):
+    fx_none = load("chat_tool_call_without_id")
+    fx_two = load("chat_parallel_calls")
+    fx_id = load("chat_tool_call_with_id")
+    answers = [fx_none, fx_two, fx_none, fx_id, fx_id, fx_two]
+    router.post(HOST + "/api/chat").mock(side_effect=[
+        httpx.Response(200, json=fx["response"]["json"]) for fx in answers])
+    llm = make_llm()
+    ids = [c.id for _ in answers for c in llm([SYSTEM, BERLIN], TOOLS).tool_calls]
+    assert len(ids) == 8
+    assert len(set(ids)) == 8, ids
+    # the first server id is kept; the same id sent again would break the pairing: replaced
+    assert ids.count("call_ab12cd34") == 1
+
+
+def test_assigned_ids_differ_between_two_models(router):
+    fx = load("chat_tool_call_without_id")
+    router.post(HOST + "/api/chat").mock(return_value=httpx.Response(200, json=fx["response"]["json"]))
+    a = make_llm()([SYSTEM, BERLIN], TOOLS).tool_calls[0].id
+    b = make_llm()([SYSTEM, BERLIN], TOOLS).tool_calls[0].id
+    assert a != b
+
+
+def test_string_arguments_from_a_server_are_kept_as_they_are(router):
+    body = {"model": "qwen2.5:7b", "done": True, "message": {
+        "role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "function": {"name": "get_weather", "arguments": '{"city": "Ber'}}]}}
+    router.post(HOST + "/api/chat").mock(return_value=httpx.Response(200, json=body))
+    call = make_llm()([BERLIN], TOOLS).tool_calls[0]
+    assert call.arguments == '{"city": "Ber'  # malformed: validation is the runtime's job
+
+
+def test_first_token_logprobs(router):
+    fx, route = replay(router, "chat_logprobs")
+    pairs = make_llm().first_token_logprobs([SYSTEM, BERLIN], top_logprobs=5)
+    assert sent_json(route) == fx["request"]["json"]
+    assert [t for t, _ in pairs] == ["It", "The", "In", "Berlin", "Currently"]
+    assert all(isinstance(lp, float) and lp <= 0 for _, lp in pairs)
+    assert pairs[0] == ("It", -0.0412)
+    assert [lp for _, lp in pairs] == sorted((lp for _, lp in pairs), reverse=True)
+
+
+def test_first_token_logprobs_checks_its_range_before_asking():
+    llm = make_llm()
+    with pytest.raises(ValueError, match="0 to 20"):
+        llm.first_token_logprobs([BERLIN], top_logprobs=21)
+
+
+def test_first_token_logprobs_on_an_old_server(router):
+    fx = load("chat_text_answer")
+    router.post(HOST + "/api/chat").mock(return_value=httpx.Response(200, json=fx["response"]["json"]))
+    with pytest.raises(OllamaError, match="v0.12.11"):
+        make_llm().first_token_logprobs([BERLIN])
+
+
+# -- errors that say what to do -------------------------------------------------------------------
+
+def test_model_not_pulled_names_the_exact_pull_command(router):
+    fx, route = replay(router, "chat_model_not_found")
+    llm = make_llm("qwen2.5:0.5b")
+    with pytest.raises(OllamaError) as e:
+        llm([SYSTEM, BERLIN], TOOLS)
+    assert sent_json(route) == fx["request"]["json"]
+    assert "`ollama pull qwen2.5:0.5b`" in str(e.value)
+    assert "not found" in str(e.value)  # the server's own words are kept
+
+
+def test_connection_refused_says_start_ollama_serve(router):
+    replay(router, "chat_connection_refused")
+    with pytest.raises(OllamaError) as e:
+        make_llm()([SYSTEM, BERLIN], TOOLS)
+    assert "ollama serve" in str(e.value)
+    assert HOST in str(e.value)
+
+
+def test_timeout_is_a_clear_error_and_the_client_has_a_timeout(router):
+    replay(router, "chat_timeout")
+    llm = make_llm(timeout=7.5)
+    timeout = llm.client._client.timeout
+    assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (7.5, 7.5, 7.5, 7.5)
+    with pytest.raises(OllamaError) as e:
+        llm([SYSTEM, BERLIN], TOOLS)
+    text = str(e.value)
+    assert "7.5 s" in text and "timeout" in text and "smaller model" in text
+
+
+@pytest.mark.parametrize("timeout", [None, 0, -1])
+def test_a_timeout_is_required(timeout):
+    with pytest.raises(ValueError, match="timeout"):
+        OllamaLLM("qwen2.5:7b", host=HOST, timeout=timeout)
+
+
+def test_model_without_tool_support(router):
+    fx, route = replay(router, "chat_model_without_tools")
+    with pytest.raises(OllamaError) as e:
+        make_llm("gemma:2b")([SYSTEM, BERLIN], TOOLS)
+    assert sent_json(route)["model"] == "gemma:2b"
+    text = str(e.value)
+    assert "does not support tool calling" in text and "ollama pull qwen2.5" in text
+
+
+def test_other_http_errors_keep_the_status_and_text(router):
+    router.post(HOST + "/api/chat").mock(return_value=httpx.Response(
+        400, json={"error": "top_logprobs must be between 0 and 20"}))
+    with pytest.raises(OllamaError, match=r"HTTP 400: top_logprobs must be between 0 and 20"):
+        make_llm()([BERLIN], TOOLS)
+
+
+def test_a_broken_connection_becomes_an_ollama_error(router):
+    router.post(HOST + "/api/chat").mock(side_effect=httpx.RemoteProtocolError("peer closed"))
+    with pytest.raises(OllamaError, match="ollama serve"):
+        make_llm()([BERLIN], TOOLS)
+
+
+def test_a_non_ollama_server_becomes_an_ollama_error(router):
+    router.post(HOST + "/api/chat").mock(return_value=httpx.Response(200, text="<html>hi</html>"))
+    with pytest.raises(OllamaError, match="OLLAMA_HOST"):
+        make_llm()([BERLIN], TOOLS)
+
+
+def test_bad_histories_are_refused_before_any_request(router):
+    route = router.post(HOST + "/api/chat")
+    llm = make_llm()
+    with pytest.raises(TypeError):
+        llm([{"role": "user", "content": "hi"}], TOOLS)
+    with pytest.raises(TypeError):
+        llm("hi", TOOLS)
+    with pytest.raises(TypeError):
+        llm([BERLIN], TOOLS[0])
+    assert route.call_count == 0
