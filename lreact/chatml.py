@@ -10,7 +10,8 @@ template for qwen2.5 (Ollama library blob eb4402837c78):
   ``<tool_call>``; each tool result as a ``<tool_response>`` block in a *user* turn;
 - after a last non-assistant message, the open ``<|im_start|>assistant`` turn the model continues.
 
-Like the template, it drops a call's id and the tool name of a result: the model sees order only.
+Several system messages are joined by a blank line, as Ollama does.  Like the template, it
+drops a call's id and the tool name of a result: the model sees order only.
 Like Ollama's Go template, JSON is compact and argument keys are sorted.  One quirk of that
 template is kept: an assistant turn with both text and calls shows only the text.
 """
@@ -56,7 +57,7 @@ def render_chatml(messages, tools=None) -> str:
     if system or tools:
         out.append("<|im_start|>system")
         if system:
-            out.append("\n" + system[-1])
+            out.append("\n" + "\n\n".join(system))  # Ollama joins system messages
         if tools:
             out.append("\n\n" + TOOLS_PREAMBLE)
             for tool in tools:
