@@ -1,0 +1,17 @@
+# WRONG: forgets additionalProperties: false, so extra arguments pass
+currency_tool = {
+    "type": "function",
+    "function": {
+        "name": "convert_currency",
+        "description": "Convert an amount of money from one currency into another at today's rate.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number", "minimum": 0},
+                "from_currency": {"type": "string", "enum": ["EUR", "USD", "GBP", "JPY", "CHF"]},
+                "to_currency": {"type": "string", "enum": ["EUR", "USD", "GBP", "JPY", "CHF"]},
+            },
+            "required": ["amount", "from_currency", "to_currency"],
+        },
+    },
+}

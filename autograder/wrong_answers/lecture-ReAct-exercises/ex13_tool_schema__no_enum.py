@@ -1,0 +1,18 @@
+# WRONG: currencies typed as any string, so BTC or usd pass
+currency_tool = {
+    "type": "function",
+    "function": {
+        "name": "convert_currency",
+        "description": "Convert an amount of money from one currency into another at today's rate.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number", "minimum": 0},
+                "from_currency": {"type": "string"},
+                "to_currency": {"type": "string"},
+            },
+            "required": ["amount", "from_currency", "to_currency"],
+            "additionalProperties": False,
+        },
+    },
+}
