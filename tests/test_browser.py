@@ -1,0 +1,304 @@
+"""The lecture in a real browser: JupyterLab + headless Chromium (Debian's) driven by Playwright.
+
+Starts JupyterLab from this environment on a free local port (no token, temporary settings,
+workspace and runtime folders), opens Part I of the lecture, runs all cells, moves the temperature
+slider with the keyboard and checks that the plot image changes.  It saves screenshots to
+``artifacts/browser/`` and PRINTS the time from key press to redrawn plot (median over several
+moves; a benchmark figure with a 200 ms target, not an assertion).
+
+Without ``/usr/bin/chromium`` (or the playwright package) the test skips, unless
+``LREACT_REQUIRE_BROWSER=1`` (CI), where it fails.  Run:  pytest -m browser -s
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("LREACT_CHROMIUM", "/usr/bin/chromium")
+NOTEBOOK = "lecture-ReAct-1-sampling.ipynb"  # served from a temporary copy of lectures/
+ARTIFACTS = ROOT / "artifacts" / "browser"
+MOVES = 8
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-dev-shm-usage"]
+
+# JupyterLab user settings for the test: no autosave, every cell rendered, no news prompt.
+SETTINGS = {
+    "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
+    # render every cell (the default windowing leaves cells far off-screen out of the page)
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
+                                                     "checkForUpdates": False},
+}
+
+# In the page: record every key press and every change / load of the plot image, with
+# performance.now() timestamps, so the latency is measured inside the browser.
+INSTRUMENT = """
+(img) => {
+  const log = {keys: [], srcs: [], loads: []};
+  window.__lreact = log;
+  document.addEventListener('keydown', () => log.keys.push(performance.now()), true);
+  new MutationObserver(() => log.srcs.push(performance.now()))
+      .observe(img, {attributes: true, attributeFilter: ['src']});
+  img.addEventListener('load', () => log.loads.push(performance.now()));
+}
+"""
+IMAGE_BYTES = """
+async (img) => {
+  const buf = await (await fetch(img.src)).arrayBuffer();
+  let s = '';
+  const bytes = new Uint8Array(buf);
+  for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]);
+  return btoa(s);
+}
+"""
+
+
+def _require_or_skip(reason: str):
+    if os.environ.get("LREACT_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"LREACT_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pids_using(marker: str):
+    """Processes whose command line mentions ``marker`` (our private temp folder)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd:
+            pids.append(int(entry.name))
+    return pids
+
+
+@contextmanager
+def jupyterlab():
+    """A JupyterLab server on a free port; yields its base URL; always stops it and its kernels."""
+    tmp = Path(tempfile.mkdtemp(prefix="lreact-lab-"))
+    # serve a copy, so that nothing the browser does (autosave of outputs) reaches the repository
+    shutil.copytree(ROOT / "lectures", tmp / "lectures")
+    settings = tmp / "settings"
+    for plugin, values in SETTINGS.items():
+        target = settings / (plugin.replace(":", "/") + ".jupyterlab-settings")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
+    port = _free_port()
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(tmp / "config"), "OLLAMA_HOST": "http://127.0.0.1:9",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.port={port}",
+           "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
+           "--ServerApp.open_browser=False", "--ServerApp.token=", "--ServerApp.password=",
+           "--ServerApp.disable_check_xsrf=True", "--allow-root",
+           f"--ServerApp.root_dir={tmp / 'lectures'}", f"--LabApp.user_settings_dir={settings}",
+           f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
+           "--LabApp.news_url=", "--LabServerApp.extension_manager=readonly",
+           f"--ServerApp.runtime_dir={tmp / 'runtime'}"]
+    log = open(tmp / "server.log", "wb")
+    proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError("JupyterLab exited: "
+                                   + (tmp / "server.log").read_text(errors="replace")[-2000:])
+            try:
+                with urllib.request.urlopen(url + "/api/status", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("JupyterLab did not start within 90 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # a graceful stop also shuts its kernels down
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        for pid in _pids_using(str(tmp)):  # kernels that outlived the server
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.close()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp / "server.log", ARTIFACTS / "jupyterlab.log")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """(base URL, playwright Browser): one JupyterLab and one headless Chromium for the module."""
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        _require_or_skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _require_or_skip("the playwright package is not installed (requirements-test.txt)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with jupyterlab() as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield url, browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def screenshot_on_failure(page, name):
+    """Keep a picture of the page when a step fails (CI keeps artifacts/browser/)."""
+    try:
+        yield
+    except BaseException:
+        try:
+            page.screenshot(path=str(ARTIFACTS / f"failure-{name}.png"), full_page=True)
+        except Exception:  # noqa: BLE001 - the original failure matters more
+            pass
+        raise
+
+
+def open_and_run_all(lab, notebook):
+    """Open ``notebook`` in JupyterLab, run all cells, wait until the last one has run and
+    check that no cell shows an error or stderr.  Returns (page, seconds for run-all)."""
+    url, browser = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    with screenshot_on_failure(page, Path(notebook).stem):
+        # a fresh workspace per page (?reset), or JupyterLab restores the previous page's tabs
+        workspace = Path(notebook).stem.lower()
+        page.goto(f"{url}/lab/workspaces/{workspace}/tree/{notebook}?reset",
+                  wait_until="domcontentloaded")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        page.wait_for_function(
+            "(path) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+            " return w && w.context && w.context.path === path && w.sessionContext"
+            " && w.sessionContext.session && w.sessionContext.session.kernel; }",
+            arg=notebook, timeout=90_000)
+        return page, _run_all(page)
+
+
+def _run_all(page):
+    start = time.perf_counter()
+    # the command's promise resolves once every cell has been executed
+    ran = page.evaluate("async () => await window.jupyterapp.commands.execute("
+                        "'notebook:run-all-cells')")
+    assert ran is not False, "JupyterLab reports that run-all did not complete"
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus"
+        " === 'idle'", timeout=60_000)
+    seconds = time.perf_counter() - start
+    errors = page.locator(".jp-OutputArea-output[data-mime-type="
+                          "'application/vnd.jupyter.error']")
+    assert errors.count() == 0, errors.first.inner_text()
+    assert page.locator(".jp-OutputArea-output[data-mime-type="
+                        "'application/vnd.jupyter.stderr']").count() == 0
+    return seconds
+
+
+def test_temperature_slider_redraws_plot_in_jupyterlab(lab):
+    page, run_all_s = open_and_run_all(lab, NOTEBOOK)
+    with closing(page), screenshot_on_failure(page, "temperature"):
+        plot = page.locator(".lreact-temperature img").first
+        plot.scroll_into_view_if_needed()
+        handle = page.locator(".lreact-temperature-slider .noUi-handle").first
+        readout = page.locator(".lreact-temperature-slider .widget-readout").first
+        element = plot.element_handle()
+        page.evaluate(INSTRUMENT, element)
+        first_bytes = base64.b64decode(page.evaluate(IMAGE_BYTES, element))
+        assert first_bytes[:8] == b"\x89PNG\r\n\x1a\n"
+        first_readout = readout.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "temperature-before.png"))
+
+        handle.focus()
+        latencies, load_latencies = [], []
+        digests = {hashlib.sha256(first_bytes).hexdigest()}
+        for move in range(MOVES):
+            n_src = page.evaluate("() => window.__lreact.srcs.length")
+            n_load = page.evaluate("() => window.__lreact.loads.length")
+            page.keyboard.press("ArrowRight" if move % 4 != 3 else "ArrowLeft")
+            page.wait_for_function(f"() => window.__lreact.loads.length > {n_load}"
+                                   f" && window.__lreact.srcs.length > {n_src}",
+                                   timeout=15_000)
+            log = page.evaluate("() => window.__lreact")
+            key = log["keys"][-1]
+            latencies.append(log["srcs"][n_src] - key)
+            load_latencies.append(log["loads"][n_load] - key)
+            digests.add(hashlib.sha256(base64.b64decode(
+                page.evaluate(IMAGE_BYTES, element))).hexdigest())
+            page.wait_for_timeout(150)  # let the kernel go idle between moves
+
+        assert readout.inner_text() != first_readout, "the slider did not move"
+        assert len(digests) >= 3, "the plot image did not change with the slider"
+        plot.screenshot(path=str(ARTIFACTS / "temperature-plot.png"))
+        page.screenshot(path=str(ARTIFACTS / "temperature-after.png"))
+
+        # the constrained decoding stepper: one step forward changes the text so far
+        stepper = page.locator(".lreact-constrained").first
+        stepper.scroll_into_view_if_needed()
+        text = stepper.locator(".widget-html").first
+        before = text.inner_text()
+        stepper.get_by_role("button", name="step").click()
+        page.wait_for_function("(b) => document.querySelector('.lreact-constrained "
+                               ".widget-html').innerText !== b", arg=before, timeout=15_000)
+        stepper.screenshot(path=str(ARTIFACTS / "constrained-stepper.png"))
+        page.locator(".lreact-truncation").first.screenshot(
+            path=str(ARTIFACTS / "truncation-explorer.png"))
+
+    median_src, median_load = statistics.median(latencies), statistics.median(load_latencies)
+    report = (f"Part I run all cells: {run_all_s:.1f} s; slider change -> redrawn plot over "
+              f"{MOVES} moves: median {median_load:.0f} ms until the new image has loaded "
+              f"(median {median_src:.0f} ms until its src changed; "
+              f"min {min(load_latencies):.0f}, max {max(load_latencies):.0f} ms; target < 200 ms)")
+    print("\n" + report)
+    (ARTIFACTS / "redraw-latency.txt").write_text(report + "\n")
+
+
+def test_context_budget_widget_steps_in_jupyterlab(lab):
+    page, run_all_s = open_and_run_all(lab, "lecture-ReAct-4-messages.ipynb")
+    with closing(page), screenshot_on_failure(page, "context-budget"):
+        box = page.locator(".lreact-context").first
+        box.scroll_into_view_if_needed()
+        listing = box.locator(".widget-html").first
+        assert "get_weather" in listing.inner_text()
+        before = listing.inner_text()
+        box.locator(".widget-slider .noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")  # model call 1 -> 2
+        page.wait_for_function("(b) => document.querySelector('.lreact-context .widget-html')"
+                               ".innerText !== b", arg=before, timeout=15_000)
+        assert "re-sent" in listing.inner_text()
+        box.screenshot(path=str(ARTIFACTS / "context-budget.png"))
+    print(f"\nPart IV run all cells: {run_all_s:.1f} s")

@@ -1,0 +1,372 @@
+"""The lecture notebooks and their helpers (lreact.widgets, lreact.traces).
+
+- every notebook in lectures/ runs top to bottom headless (nbclient), with no Ollama reachable,
+  without errors and without anything on stderr;
+- notebooks are committed without outputs, every cell has an explicit readable id, and every
+  figure a markdown cell links exists;
+- the widgets react to their controls and compute what the lecture says they show.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LECTURES = ROOT / "lectures"
+NOTEBOOKS = sorted(LECTURES.glob("*.ipynb"))
+NO_OLLAMA = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused
+
+
+def test_lecture_notebooks_exist():
+    names = {p.name for p in NOTEBOOKS}
+    assert "lecture-ReAct.ipynb" in names
+    assert len(names) == 5, names
+
+
+# ------------------------------------------------------------------------------------------------
+# notebook hygiene
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_committed_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    ids = [c.get("id") for c in nb.cells]
+    assert all(i and re.fullmatch(r"[a-z0-9-]+", i) for i in ids), ids
+    assert len(set(ids)) == len(ids), "duplicate cell ids"
+    for c in nb.cells:
+        if c.cell_type == "code":
+            assert not c.outputs and c.execution_count is None, f"cell {c.id} has outputs"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_linked_figures_and_notebooks_exist(path):
+    nb = nbformat.read(path, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for target in re.findall(r"\]\(([^)#\s]+\.(?:png|ipynb))", text):
+        assert (LECTURES / target).is_file(), f"{path.name} links missing {target}"
+
+
+def test_every_widget_has_a_fallback_image_right_before_it():
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for i, c in enumerate(nb.cells):
+            if c.cell_type == "code" and re.search(r"widgets\.\w+_(explorer|stepper)\(", c.source):
+                if "qwen_logprobs" in c.source:
+                    continue  # optional real-model cell: nothing to show without a model
+                before = nb.cells[i - 1]
+                assert before.cell_type == "markdown" and "](figures/" in before.source, (
+                    f"{path.name}: widget cell {c.id} has no fallback image right before it")
+
+
+# ------------------------------------------------------------------------------------------------
+# executing the notebooks
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_headless_without_ollama(path, monkeypatch):
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("OLLAMA_HOST", NO_OLLAMA)
+    monkeypatch.setenv("MPLBACKEND", "agg")
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(LECTURES)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    print(f"\n{path.name}: executed in {seconds:.1f} s")
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        for out in c.outputs:
+            assert out.output_type != "error", f"{c.id}: {out.get('ename')}: {out.get('evalue')}"
+            if out.output_type == "stream":
+                assert out.name == "stdout", f"{c.id} wrote to stderr: {out.text[:300]}"
+    if path.name == "lecture-ReAct-1-sampling.ipynb":
+        qwen = next(c for c in nb.cells if c.id == "qwen-widget")
+        said = "".join(o.get("text", "") for o in qwen.outputs)
+        assert "ollama serve" in said and "skipped" in said
+
+
+# ------------------------------------------------------------------------------------------------
+# widgets
+# ------------------------------------------------------------------------------------------------
+def _find(widget, cls):
+    """All descendants of ``widget`` (a box) that are instances of ``cls``."""
+    found = [widget] if isinstance(widget, cls) else []
+    for child in getattr(widget, "children", ()):
+        found += _find(child, cls)
+    return found
+
+
+def test_temperature_explorer_redraws_on_slider_change():
+    import ipywidgets as w
+    from lreact import widgets
+
+    box = widgets.temperature_explorer()
+    slider = _find(box, w.FloatSlider)[0]
+    image = _find(box, w.Image)[0]
+    assert slider.min == 0 and slider.max == 5
+    assert image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    seen = {bytes(image.value)}
+    for T in (0.0, 0.5, 3.0):
+        slider.value = T
+        seen.add(bytes(image.value))
+    assert len(seen) == 4, "each temperature must give a different picture"
+    _find(box, w.Dropdown)[0].value = "seed example (5 tokens)"
+    assert bytes(image.value) not in seen
+
+
+def test_temperature_plot_limits():
+    from matplotlib.figure import Figure
+    from lreact import widgets
+
+    ax = Figure().add_subplot()
+    plot = widgets._TemperaturePlot(ax, widgets.WEATHER_20, 1.0)
+    one_hot = plot.update(0.0)
+    assert one_hot.tolist().count(1.0) == 1 and float(one_hot.sum()) == 1.0
+    assert int(np.argmax(one_hot)) == int(np.argmax(widgets.WEATHER_20["logits"]))
+    assert "one-hot" in ax.get_title()
+    hot = plot.update(5.0)
+    assert float(hot.max() - hot.min()) < 0.1  # close to uniform
+    seed = np.exp(widgets.SEED_EXAMPLE["logits"])
+    assert np.allclose(seed, [0.4, 0.3, 0.25, 0.03, 0.02])
+
+
+def test_truncation_figure_titles_report_kept_counts():
+    from lreact import widgets
+
+    fig = widgets.truncation_figure(k=5, p=0.9, T=1.0)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("top-k, k = 5: keeps 5 tokens" in t for t in titles)
+    nuclei = [int(m) for t in titles for m in re.findall(r"nucleus = (\d+) tokens", t)]
+    assert len(nuclei) == 2 and nuclei[0] < nuclei[1], "peaked nucleus must be smaller than flat"
+
+
+def test_truncation_explorer_reacts_to_each_slider():
+    import ipywidgets as w
+    from lreact import widgets
+
+    box = widgets.truncation_explorer()
+    image = _find(box, w.Image)[0]
+    for slider, value in zip(_find(box, w.IntSlider) + _find(box, w.FloatSlider), (2, 0.5, 0.6)):
+        before = bytes(image.value)
+        slider.value = value
+        assert bytes(image.value) != before
+
+
+def test_constrained_step_is_the_masked_renormalised_distribution():
+    from lreact import grammar, widgets
+
+    prefix = []
+    while True:
+        step = widgets.constrained_step(prefix)
+        if not step["allowed"]:
+            break
+        P, Q = step["P"], step["P_prime"]
+        outside = np.setdiff1d(np.arange(len(P)), step["allowed"])
+        assert float(Q[outside].sum()) == 0.0
+        assert abs(float(Q.sum()) - 1.0) < 1e-9
+        inside = step["allowed"]
+        assert np.allclose(Q[inside], P[inside] / P[inside].sum())
+        assert abs(step["removed_mass"] - float(P[outside].sum())) < 1e-12
+        prefix.append(inside[int(np.argmin(Q[inside]))])  # even the least likely allowed token
+    assert grammar.parses(grammar.detokenize(prefix))
+
+
+def test_constrained_stepper_buttons():
+    import ipywidgets as w
+    from lreact import grammar, widgets
+
+    box = widgets.constrained_decoding_stepper()
+    back, forward, reset = _find(box, w.Button)
+    text = _find(box, w.HTML)[0]
+    assert back.disabled and "(empty)" in text.value
+    for _ in range(40):
+        if forward.disabled:
+            break
+        forward.click()
+    assert forward.disabled and "parses: <b>True</b>" in text.value
+    back.click()
+    assert not forward.disabled
+    reset.click()
+    assert back.disabled and "(empty)" in text.value
+    assert len(grammar.VOCAB) > 20
+
+
+def test_context_budget_explorer_steps_through_calls():
+    import ipywidgets as w
+    from lreact import widgets
+
+    box = widgets.context_budget_explorer()
+    run = _find(box, w.Dropdown)[0]
+    step, retrieved = _find(box, w.IntSlider)
+    listing = _find(box, w.HTML)[0]
+    chatml = _find(box, w.Textarea)[0]
+    image = _find(box, w.Image)[0]
+    assert step.max == 2 and "get_weather" in listing.value
+    first = bytes(image.value)
+    step.value = 2
+    assert bytes(image.value) != first and "(re-sent)" in listing.value
+    assert "<tool_response>" in chatml.value and chatml.value.endswith("<|im_start|>assistant\n")
+    run.value = "multi-tool run (5 tool calls)"
+    assert step.max == 4 and step.value == 1
+    step.value = 3
+    assert "ERROR: unknown city" in listing.value
+    before = bytes(image.value)
+    retrieved.value = 2000
+    assert bytes(image.value) != before
+
+
+def test_qwen_cell_without_server_says_so(monkeypatch, capsys):
+    from lreact import widgets
+
+    monkeypatch.setenv("OLLAMA_HOST", NO_OLLAMA)
+    assert widgets.qwen_logprobs_explorer() is None
+    out = capsys.readouterr()
+    assert "ollama serve" in out.out and out.err == ""
+
+
+def test_sampling_explorer_on_given_logprobs():
+    import ipywidgets as w
+    from lreact import widgets
+
+    tokens = [f"t{i}" for i in range(20)]
+    box = widgets.sampling_explorer(tokens, -np.arange(20.0) / 3, prompt="x")
+    image = _find(box, w.Image)[0]
+    before = bytes(image.value)
+    _find(box, w.FloatSlider)[0].value = 0.0
+    assert bytes(image.value) != before
+
+
+# ------------------------------------------------------------------------------------------------
+# traces
+# ------------------------------------------------------------------------------------------------
+def _pairing_ok(history):
+    from lreact import AssistantMessage, ToolResultMessage
+
+    open_ids = []
+    for m in history:
+        if isinstance(m, AssistantMessage):
+            assert not open_ids, f"unanswered calls {open_ids} before the next assistant turn"
+            open_ids = [c.id for c in m.tool_calls]
+        elif isinstance(m, ToolResultMessage):
+            assert m.tool_call_id in open_ids, f"orphan result {m.tool_call_id}"
+            open_ids.remove(m.tool_call_id)
+    assert not open_ids
+
+
+def test_traces_keep_the_pairing_and_use_real_tool_results():
+    from lreact import AssistantMessage, SystemMessage
+    from lreact.tools import get_weather
+    from lreact.traces import berlin_trace, multi_tool_trace
+
+    history, tools = berlin_trace()
+    _pairing_ok(history)
+    assert isinstance(history[0], SystemMessage)
+    assert history[3].content == get_weather("Berlin")
+    assert history[-1].tool_calls == [] and history[-1].text
+    assert [t["function"]["name"] for t in tools] == ["get_weather"]
+
+    history, tools = multi_tool_trace()
+    _pairing_ok(history)
+    turns = [m for m in history if isinstance(m, AssistantMessage)]
+    assert [len(t.tool_calls) for t in turns] == [2, 2, 1, 0]
+    ids = [c.id for t in turns for c in t.tool_calls]
+    assert len(ids) == len(set(ids)) == 5
+    contents = [m.content for m in history if getattr(m, "tool_call_id", None)]
+    assert sum(c.startswith("ERROR:") for c in contents) == 1
+    assert get_weather("Oslo", "fahrenheit") in contents
+    assert get_weather("Oslo", "fahrenheit") in history[-1].text
+
+
+def test_model_calls_resend_the_whole_history():
+    from lreact.traces import model_calls, multi_tool_trace
+
+    history, _ = multi_tool_trace()
+    calls = model_calls(history)
+    assert len(calls) == 4
+    for a, b in zip(calls, calls[1:]):
+        assert b[: len(a)] == a and len(b) > len(a)
+
+
+def test_context_segments_cover_the_rendered_text():
+    from lreact.chatml import render_chatml
+    from lreact.traces import (approx_tokens, context_segments, context_tokens, model_calls,
+                               multi_tool_trace)
+
+    assert approx_tokens("") == 0 and approx_tokens("abcd") == 1 and approx_tokens("abcde") == 2
+    history, tools = multi_tool_trace()
+    sizes = []
+    for sent in model_calls(history):
+        segs = context_segments(sent, tools)
+        assert "".join(s[2] for s in segs) == render_chatml(sent, tools)
+        assert [s[1] for s in segs[:2]] == ["system", "tools"] and segs[-1][1] == "open"
+        assert "<tools>" in segs[1][2] and "<tools>" not in segs[0][2]
+        sizes.append(context_tokens(sent, tools))
+    assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
+    segs = context_segments(history[1:3])  # no system prompt, no tools
+    assert [s[1] for s in segs] == ["user", "assistant"]
+
+
+def test_run_tool_turns_failures_into_error_results():
+    from lreact import ToolCall
+    from lreact.traces import run_tool
+
+    assert run_tool(ToolCall("x", "calculate", '{"expression": "6*7"}')).content == "42"
+    for bad in (ToolCall("a", "calculate", "{oops"), ToolCall("b", "nope", "{}"),
+                ToolCall("c", "get_weather", '{"city": "Atlantis"}')):
+        result = run_tool(bad)
+        assert result.tool_call_id == bad.id and result.content.startswith("ERROR:")
+
+
+# ------------------------------------------------------------------------------------------------
+# the figure script
+# ------------------------------------------------------------------------------------------------
+def test_figure_script_writes_every_linked_figure(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import make_lecture_figures
+    finally:
+        sys.path.pop(0)
+    make_lecture_figures.main(tmp_path)
+    written = {p.name for p in tmp_path.glob("*.png")}
+    linked = set()
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for c in nb.cells:
+            if c.cell_type == "markdown":
+                linked |= set(re.findall(r"\]\(figures/([^)]+\.png)\)", c.source))
+    assert linked and linked <= written, linked - written
+    assert written == {p.name for p in (LECTURES / "figures").glob("*.png")}
+
+
+def test_qwen_cell_with_a_model_shows_the_sliders(monkeypatch, capsys):
+    """With a server and the model (faked here), the cell shows the real top-20 with sliders."""
+    import ipywidgets as w
+    from lreact import models, setup, widgets
+
+    report = setup.SetupReport(model="qwen2.5:7b", host="http://fake", server=True,
+                               model_pulled=True, tools_supported=True)
+    monkeypatch.setattr(setup, "check_setup", lambda model=None: report)
+    pairs = [(f"tok{i}", -0.3 * i) for i in range(20)]
+
+    class FakeOllama:
+        def __init__(self, model=None, **kw):
+            self.model = model
+
+        def first_token_logprobs(self, messages, top_logprobs=20, **options):
+            assert top_logprobs == 20 and "capital" in messages[-1].content
+            return pairs
+
+    monkeypatch.setattr(models, "OllamaLLM", FakeOllama)
+    box = widgets.qwen_logprobs_explorer("The capital of France is")
+    assert box is not None and "top-20" in capsys.readouterr().out
+    assert _find(box, w.IntSlider)[0].max == 20
+    assert _find(box, w.Image)[0].value[:4] == b"\x89PNG"
