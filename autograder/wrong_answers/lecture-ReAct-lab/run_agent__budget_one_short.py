@@ -1,0 +1,15 @@
+# WRONG: one model call too few: range(1, max_steps)
+def run_agent(user_input, llm, tools, registry, *, history=None, max_steps=8):
+    """The Prompt-ToolLoop: call the model on the whole history, run its tool calls, feed the
+    results back, until a text-only answer or the step budget (lecture: "The Execution Loop")."""
+    if history is None:
+        history = [SystemMessage(SYSTEM_PROMPT)]
+    history.append(UserMessage(user_input))
+    for _ in range(1, max_steps):
+        response = llm(history, tools)
+        history.append(response)
+        if not response.tool_calls:
+            return response.text
+        for call in response.tool_calls:
+            history.append(execute_tool_call(call, tools, registry))
+    return "stopped: step budget exhausted"

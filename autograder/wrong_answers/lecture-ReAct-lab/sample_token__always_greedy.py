@@ -1,0 +1,12 @@
+# WRONG: returns the most probable token instead of drawing
+def sample_token(logits, *, temperature=1.0, top_k=None, top_p=None, rng):
+    """Temperature, softmax, top-k, top-p, then one categorical draw with ``rng``; temperature 0
+    returns the argmax (lecture: "Next-Token Sampling")."""
+    if temperature == 0:
+        return int(np.argmax(np.asarray(logits, dtype=float)))
+    probs = temperature_softmax(logits, temperature)
+    if top_k is not None:
+        probs = top_k_filter(probs, top_k)
+    if top_p is not None:
+        probs = top_p_filter(probs, top_p)
+    return int(np.argmax(probs))

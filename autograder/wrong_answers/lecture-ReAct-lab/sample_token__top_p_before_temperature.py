@@ -1,0 +1,14 @@
+# WRONG: truncates first and applies the temperature afterwards
+def sample_token(logits, *, temperature=1.0, top_k=None, top_p=None, rng):
+    """Temperature, softmax, top-k, top-p, then one categorical draw with ``rng``; temperature 0
+    returns the argmax (lecture: "Next-Token Sampling")."""
+    if temperature == 0:
+        return int(np.argmax(np.asarray(logits, dtype=float)))
+    probs = softmax(logits)
+    if top_k is not None:
+        probs = top_k_filter(probs, top_k)
+    if top_p is not None:
+        probs = top_p_filter(probs, top_p)
+    probs = probs ** (1.0 / temperature)
+    probs = probs / probs.sum()
+    return int(rng.choice(len(probs), p=probs))

@@ -1,0 +1,13 @@
+# WRONG: checks JSON and the tool name but never the schema
+def validate_tool_call(call, tools):
+    """The three checks in order: valid JSON, tool exists, arguments match the schema.
+    Returns the parsed arguments; raises ToolCallError naming the failed check
+    (lecture: "Validating Tool Calls: Parsing vs. Policy")."""
+    try:
+        arguments = json.loads(call.arguments)
+    except (TypeError, ValueError) as e:
+        raise ToolCallError(f"invalid JSON: the arguments {call.arguments!r} do not parse ({e})") from None
+    schemas = {tool["function"]["name"]: tool["function"].get("parameters", {}) for tool in tools}
+    if call.name not in schemas:
+        raise ToolCallError(f"unknown tool: {call.name!r} is not one of {sorted(schemas)}")
+    return arguments

@@ -1,0 +1,151 @@
+"""Checks for the lab's graded tests on the agent loop and on sampling frequencies.
+
+The lab's test cells import these *inside each cell* (like ``lreact.checks``).  They turn a
+student's history into plain tuples of plain ``str`` before comparing (never an object's own
+``__eq__``), check what a ``ScriptedLLM`` received on each call (the whole history re-sent, the
+tools advertised every time), check the pairing of calls and results independently of the
+student's ``check_pairing``, and give a chi-square statistic for seeded draws.
+Nothing here prints or warns.  Lecture: Part II "The Execution Loop", Part IV "Message Types".
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from .messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
+
+# Upper 0.1 % quantiles of the chi-square distribution by degrees of freedom: a correct sampler
+# exceeds them once in a thousand seeds, a wrong one by far.
+CHI2_999 = {1: 10.828, 2: 13.816, 3: 16.266, 4: 18.467, 5: 20.515, 6: 22.458, 7: 24.322,
+            8: 26.124, 9: 27.877, 10: 29.588}
+
+
+def _fail(message: str, hint: str):
+    raise AssertionError(message if not hint else f"{message}\nHint: {hint}")
+
+
+def text(value, name="answer", hint="") -> str:
+    """``value`` as a plain ``str`` (a str subclass is copied through JSON)."""
+    if not isinstance(value, str):
+        _fail(f"{name} must be a str, got {type(value).__name__}", hint)
+    return json.loads(json.dumps(value))
+
+
+def plain_message(m, hint=""):
+    """One lecture message as a tuple of plain strings:
+    ``("system", content)``, ``("user", content)``, ``("tool", tool_call_id, content)``,
+    ``("assistant", text, ((id, name, arguments), ...))``."""
+    if isinstance(m, SystemMessage):
+        return ("system", text(m.content, "SystemMessage.content", hint))
+    if isinstance(m, UserMessage):
+        return ("user", text(m.content, "UserMessage.content", hint))
+    if isinstance(m, ToolResultMessage):
+        return ("tool", text(m.tool_call_id, "ToolResultMessage.tool_call_id", hint),
+                text(m.content, "ToolResultMessage.content", hint))
+    if isinstance(m, AssistantMessage):
+        calls = tuple((text(c.id, "ToolCall.id", hint), text(c.name, "ToolCall.name", hint),
+                       text(c.arguments, "ToolCall.arguments", hint)) for c in m.tool_calls)
+        return ("assistant", text(m.text, "AssistantMessage.text", hint), calls)
+    _fail(f"the history holds a {type(m).__name__}, not one of the lecture's message types "
+          "(SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)", hint)
+
+
+def plain(history, hint="") -> list:
+    """A history (a list of lecture messages) as a list of plain tuples."""
+    if not isinstance(history, list):
+        _fail(f"the history must be a list, got {type(history).__name__}", hint)
+    return [plain_message(m, hint) for m in history]
+
+
+def roles(history, hint="") -> list:
+    return [m[0] for m in plain(history, hint)]
+
+
+def tool_names(tools) -> list | None:
+    """The names of advertised tool schemas, in order (None when no tools were sent)."""
+    if tools is None:
+        return None
+    try:
+        return [str(t["function"]["name"]) for t in tools]
+    except (TypeError, KeyError):
+        return ["<not a tool schema>"]
+
+
+def assert_model_calls(llm, history, tools, hint=""):
+    """Each call the ScriptedLLM received carried the whole history up to the assistant turn it
+    produced, and the full tool list; and each response was appended to the history unchanged.
+
+    The responses of this run are the last ``len(llm.calls)`` assistant messages of ``history``.
+    """
+    h = plain(history, hint)
+    n = len(llm.calls)
+    answers = [i for i, m in enumerate(h) if m[0] == "assistant"]
+    if n == 0:
+        _fail("the model was never called", hint)
+    if len(answers) < n:
+        _fail(f"the model was called {n} times but the history holds only {len(answers)} "
+              "assistant turns: is every response appended to the history?", hint)
+    answers = answers[-n:]
+    expected_tools = tool_names(tools)
+    for k, (call, at) in enumerate(zip(llm.calls, answers), start=1):
+        sent = plain(list(call["messages"]), hint)
+        if sent != h[:at]:
+            _fail(f"model call {k} did not receive the whole history so far (it got "
+                  f"{len(sent)} messages; the history before that answer has {at}): the model "
+                  "is stateless, so every call re-sends everything", hint)
+        if tool_names(call["tools"]) != expected_tools:
+            _fail(f"model call {k} was sent tools {tool_names(call['tools'])}, expected all the "
+                  "tools on every call", hint)
+        if h[at] != plain_message(llm.responses[k - 1], hint):
+            _fail(f"the response of model call {k} is not appended to the history unchanged",
+                  hint)
+
+
+def assert_paired(history, hint=""):
+    """Every tool call of the history is answered once, in order, right after its assistant turn,
+    by a result carrying its id; no other tool results."""
+    h = plain(history, hint)
+    i = 0
+    while i < len(h):
+        m = h[i]
+        if m[0] == "tool":
+            _fail(f"message {i} is a tool result ({m[1]!r}) that does not follow the calls of "
+                  "an assistant turn", hint)
+        i += 1
+        if m[0] == "assistant" and m[2]:
+            ids = [c[0] for c in m[2]]
+            got = [x[1] for x in h[i:i + len(ids)] if x[0] == "tool"]
+            if got != ids:
+                _fail(f"the assistant turn at message {i - 1} asked for calls {ids}; the results "
+                      f"that follow carry ids {got}", hint)
+            i += len(ids)
+
+
+def chi_square(counts, probs) -> tuple:
+    """``(statistic, degrees of freedom)`` of observed ``counts`` against ``probs``;
+    a draw of a zero-probability token gives an infinite statistic."""
+    counts = [int(c) for c in counts]
+    probs = [float(p) for p in probs]
+    n = sum(counts)
+    stat, df = 0.0, -1
+    for c, p in zip(counts, probs):
+        if p <= 0:
+            if c:
+                return math.inf, max(df, 1)
+            continue
+        e = n * p
+        stat += (c - e) ** 2 / e
+        df += 1
+    return stat, max(df, 1)
+
+
+def assert_frequencies(counts, probs, *, name="the sampled frequencies", hint=""):
+    """Observed ``counts`` are consistent with ``probs`` (chi-square at the 0.1 % level)."""
+    stat, df = chi_square(counts, probs)
+    if df > max(CHI2_999):
+        _fail(f"{name}: too many categories for this check ({df + 1})", hint)
+    if not stat <= CHI2_999[df]:
+        if math.isinf(stat):
+            _fail(f"{name}: a token of probability 0 was drawn", hint)
+        _fail(f"{name} do not follow the distribution (chi-square {stat:.1f} with {df} degrees "
+              "of freedom)", hint)

@@ -1,0 +1,263 @@
+"""The lab's source notebook and its catalogue of wrong answers (fast checks; one slow run).
+
+- the source notebook follows the graded lab contract: one answer cell per contract function,
+  grade_id = function name, tests ``test_<name>`` / ``test_<name>__*`` locked with points,
+  explicit readable cell ids, no outputs; the closing note states the points per part;
+- the solution functions agree with the package's reference implementations (lreact.sampling,
+  lreact.chatml), so hidden tests comparing with the reference stay right when it changes;
+- every catalogued wrong answer is well-formed (``# WRONG:`` first line, a known grade_id, valid
+  Python defining that function) and differs from the solution;
+- slow: the source notebook runs top to bottom with no Ollama server, without errors or stderr.
+The full proof (source full marks, stub zero, every wrong answer loses marks) is
+``python -m autograder selfcheck``.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lreact import (AssistantMessage, ScriptedLLM, SystemMessage, ToolCall, ToolResultMessage,
+                    UserMessage)
+from lreact import chatml, sampling
+from lreact.tools import REGISTRY, TOOLS
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENT = "lecture-ReAct-lab"
+SOURCE = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+WRONG = ROOT / "autograder" / "wrong_answers" / ASSIGNMENT
+NO_OLLAMA = "http://127.0.0.1:9"  # the discard port: connections are refused at once
+
+CONTRACT = {
+    "A": ["softmax", "temperature_softmax", "top_k_filter", "top_p_filter", "sample_token",
+          "token_mask", "constrained_probs", "generate_constrained"],
+    "B": ["get_weather", "calculate", "validate_tool_call", "execute_tool_call", "run_agent",
+          "check_pairing", "render_chatml"],
+}
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+def _nb():
+    return nbformat.read(SOURCE, as_version=4)
+
+
+def _meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _answers(nb):
+    return {_meta(c)["grade_id"]: c for c in nb.cells if _meta(c).get("solution")}
+
+
+def _tests(nb):
+    return {_meta(c)["grade_id"]: c for c in nb.cells if _meta(c).get("grade")}
+
+
+def test_notebook_is_valid_without_outputs_and_with_readable_ids():
+    nb = _nb()
+    nbformat.validate(nb)
+    ids = [c.get("id") for c in nb.cells]
+    assert all(i and ID_RE.match(i) for i in ids), [i for i in ids if not i or not ID_RE.match(i)]
+    assert len(ids) == len(set(ids))
+    for c in nb.cells:
+        if c.cell_type == "code":
+            assert c.outputs == [] and c.execution_count is None, c.id
+        if _meta(c).get("grade_id"):
+            assert c.id == _meta(c)["grade_id"], c.id
+
+
+def test_answer_cells_follow_the_contract():
+    nb = _nb()
+    answers = _answers(nb)
+    assert sorted(answers) == sorted(CONTRACT["A"] + CONTRACT["B"])
+    for gid, cell in answers.items():
+        m = _meta(cell)
+        assert m == {"solution": True, "grade": False, "locked": False, "grade_id": gid,
+                     "schema_version": 3}, gid
+        assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source, gid
+        assert re.search(rf"^def {gid}\(", cell.source, re.M), f"{gid} must define {gid}()"
+
+
+def test_every_function_has_a_visible_and_a_hidden_test():
+    nb = _nb()
+    tests = _tests(nb)
+    for gid in _answers(nb):
+        mine = {t: c for t, c in tests.items() if t == f"test_{gid}" or t.startswith(f"test_{gid}__")}
+        assert f"test_{gid}" in mine, gid
+        assert any("### BEGIN HIDDEN TESTS" in c.source for c in mine.values()), gid
+        assert "### BEGIN HIDDEN TESTS" not in mine[f"test_{gid}"].source, \
+            f"test_{gid} is the visible test; hidden parts go in test_{gid}__*"
+    for tid, cell in tests.items():
+        m = _meta(cell)
+        assert m["locked"] and not m["solution"] and m["points"] > 0, tid
+        assert cell.source.count("### BEGIN HIDDEN TESTS") == cell.source.count("### END HIDDEN TESTS")
+        # helpers are imported inside each test cell
+        if "assert_" in cell.source or "plain(" in cell.source:
+            assert "from lreact." in cell.source, tid
+        assert "get_ipython" not in cell.source
+
+
+def test_closing_note_states_the_points_per_part():
+    nb = _nb()
+    cells = nb.cells
+    boundary = next(i for i, c in enumerate(cells) if c.id == "part-b")
+    part_a = sum(_meta(c)["points"] for c in cells[:boundary] if _meta(c).get("grade"))
+    part_b = sum(_meta(c)["points"] for c in cells[boundary:] if _meta(c).get("grade"))
+    note = next(c for c in cells if c.id == "closing-note").source
+    assert f"Part A: {part_a} points" in note and f"Part B: {part_b} points" in note
+    assert f"total {part_a + part_b}" in note
+    # the hidden run_agent scenarios of the brief are all listed
+    for words in ["one call, then an answer", "immediate text answer", "parallel calls",
+                  "malformed JSON", "unknown tool", "break the schema", "raise",
+                  "never stops calling", "continuing an existing history"]:
+        assert words in note, words
+
+
+# --- the solutions agree with the package's references -------------------------------------
+
+@pytest.fixture(scope="module")
+def solution():
+    """The namespace after the setup cell, the given helpers and every answer cell."""
+    nb = _nb()
+    keep = {"setup", "generate-unconstrained", "registry", "system-prompt", "chatml-target"}
+    ns: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell in nb.cells:
+            if cell.cell_type == "code" and (cell.id in keep or _meta(cell).get("solution")):
+                exec(compile(cell.source, cell.id, "exec"), ns)
+    return ns
+
+
+finite = st.floats(-50, 50, allow_nan=False)
+logits = st.lists(finite, min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(z=logits, T=st.one_of(st.just(0.0), st.floats(0.05, 10)))
+def test_softmax_and_temperature_match_the_reference(solution, z, T):
+    assert np.allclose(solution["softmax"](z), sampling.softmax(z), atol=1e-12)
+    assert np.allclose(solution["temperature_softmax"](z, T), sampling.temperature_softmax(z, T),
+                       atol=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(z=logits, k=st.integers(1, 15), p=st.floats(0.01, 1.0))
+def test_truncation_matches_the_reference(solution, z, k, p):
+    probs = sampling.softmax(z)
+    assert np.allclose(solution["top_k_filter"](probs, k), sampling.top_k_filter(probs, k))
+    assert np.allclose(solution["top_p_filter"](probs, p), sampling.top_p_filter(probs, p))
+
+
+@settings(max_examples=60, deadline=None)
+@given(z=logits, seed=st.integers(0, 2**32 - 1),
+       T=st.sampled_from([0, 0.5, 1.0, 2.0]), k=st.sampled_from([None, 1, 3]),
+       p=st.sampled_from([None, 0.5, 0.9]))
+def test_sample_token_draws_like_the_reference(solution, z, seed, T, k, p):
+    ours = solution["sample_token"](z, temperature=T, top_k=k, top_p=p,
+                                    rng=np.random.default_rng(seed))
+    ref = sampling.sample_token(z, temperature=T, top_k=k, top_p=p,
+                                rng=np.random.default_rng(seed))
+    assert ours == ref
+
+
+def _histories():
+    text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+    ident = st.text("abcdef0123456789_", min_size=1, max_size=6)
+    args = st.one_of(
+        st.dictionaries(st.sampled_from(["city", "unit", "expression", "ä"]), text, max_size=3)
+        .map(json.dumps),
+        text)  # possibly malformed JSON
+    call = st.builds(ToolCall, ident, st.sampled_from(["get_weather", "calculate"]), args)
+    message = st.one_of(
+        st.builds(SystemMessage, text), st.builds(UserMessage, text),
+        st.builds(AssistantMessage, text, st.lists(call, max_size=3)),
+        st.builds(ToolResultMessage, ident, text))
+    return st.lists(message, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=_histories(), tools=st.sampled_from([None, [], TOOLS, TOOLS[:1]]))
+def test_render_chatml_matches_the_reference(solution, history, tools):
+    assert solution["render_chatml"](history, tools) == chatml.render_chatml(history, tools)
+
+
+def test_run_agent_solution_on_the_berlin_trace(solution):
+    llm = ScriptedLLM([
+        AssistantMessage(tool_calls=[ToolCall("call_1", "get_weather", '{"city": "Berlin"}')]),
+        AssistantMessage("It's 12°C and rainy in Berlin.")])
+    history = [SystemMessage("s")]
+    answer = solution["run_agent"]("What's the weather in Berlin?", llm, TOOLS, REGISTRY,
+                                   history=history)
+    assert answer == "It's 12°C and rainy in Berlin."
+    assert [m.role for m in history] == ["system", "user", "assistant", "tool", "assistant"]
+    assert history[3].tool_call_id == "call_1" and history[3].content == "12°C, rainy"
+    assert [len(c["messages"]) for c in llm.calls] == [2, 4]
+    solution["check_pairing"](history)
+
+
+# --- the catalogue of wrong answers --------------------------------------------------------
+
+def _wrong_files():
+    return sorted(WRONG.glob("*.py"))
+
+
+def test_catalogue_covers_every_function():
+    files = _wrong_files()
+    assert len(files) >= 27
+    covered = {f.stem.split("__")[0] for f in files}
+    assert covered == set(CONTRACT["A"] + CONTRACT["B"])
+    assert all(sum(f.stem.startswith(g + "__") for f in files) >= 3 for g in covered)
+
+
+@pytest.mark.parametrize("path", _wrong_files(), ids=lambda p: p.stem)
+def test_wrong_answer_is_well_formed(path):
+    gid, _, slug = path.stem.partition("__")
+    assert slug and re.match(r"^[a-z0-9_]+$", slug)
+    source = path.read_text(encoding="utf-8")
+    first = source.splitlines()[0]
+    assert first.startswith("# WRONG: ") and len(first) > len("# WRONG: ") + 10
+    tree = ast.parse(source)
+    assert any(isinstance(n, ast.FunctionDef) and n.name == gid for n in tree.body)
+    assert "### BEGIN SOLUTION" not in source
+    solution_source = _answers(_nb())[gid].source
+    assert source.split("\n", 1)[1].strip() != solution_source.strip()
+
+
+# --- slow: the notebook runs offline --------------------------------------------------------
+
+@pytest.mark.slow
+def test_source_notebook_runs_offline_without_errors(tmp_path):
+    from nbclient import NotebookClient
+
+    nb = _nb()
+    env_before = os.environ.get("OLLAMA_HOST")
+    os.environ["OLLAMA_HOST"] = NO_OLLAMA
+    try:
+        NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        if env_before is None:
+            os.environ.pop("OLLAMA_HOST", None)
+        else:
+            os.environ["OLLAMA_HOST"] = env_before
+    problems = [(c.id, o.get("ename") or o.get("text", "")[:200]) for c in nb.cells
+                if c.cell_type == "code" for o in c.outputs
+                if o.output_type == "error" or (o.output_type == "stream" and o.name == "stderr")]
+    assert problems == []
+    out = {c.id: "".join(o.get("text", "") for o in c.outputs if o.output_type == "stream")
+           for c in nb.cells if c.cell_type == "code"}
+    assert "ollama serve" in out["sweep"] and "ollama pull" in out["sweep"]
+    assert "constrained:   0% of 200 samples fail to parse" in out["measure"]
+    unconstrained = int(re.search(r"unconstrained: (\d+)%", out["measure"]).group(1))
+    assert unconstrained >= 30
+    assert "scripted model" in out["full-loop"] and out["full-loop"].count("pairing: ok") == 3
