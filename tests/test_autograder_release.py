@@ -1,0 +1,57 @@
+"""`python -m autograder release`: idempotent, byte-reproducible, keeps cell ids, --check."""
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder import paths  # noqa: E402
+from autograder.release import release  # noqa: E402
+
+TINY = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A throwaway repository root whose exercises source is the tiny fixture."""
+    aid = paths.EXERCISES
+    dest = tmp_path / "solutions" / aid / f"{aid}.ipynb"
+    dest.parent.mkdir(parents=True)
+    shutil.copy(TINY, dest)
+    return tmp_path
+
+
+def test_release_is_idempotent_and_check_names_stale_files(course):
+    lines = []
+    assert release(root=course, out=lines.append) == 0
+    student = paths.student_path(paths.EXERCISES, course)
+    first = student.read_bytes()
+    assert release(root=course, out=lines.append) == 0
+    assert student.read_bytes() == first          # byte-reproducible
+    assert release(check=True, root=course, out=lines.append) == 0
+    student.write_text(first.decode().replace("YOUR CODE HERE", "edited by hand"))
+    lines.clear()
+    assert release(check=True, root=course, out=lines.append) == 1
+    assert any("exercises/lecture-ReAct-exercises.ipynb" in line for line in lines)
+    assert any("SKIPPED lecture-ReAct-lab" in line for line in lines)
+
+
+def test_released_version_has_no_solutions_hidden_tests_or_outputs(course):
+    release(root=course, out=lambda _: None)
+    text = paths.student_path(paths.EXERCISES, course).read_text()
+    nb = json.loads(text)
+    src = json.loads(TINY.read_text())
+    assert [c["id"] for c in nb["cells"]] == [c["id"] for c in src["cells"]]
+    for banned in ("HIDDEN-LINE", "BEGIN HIDDEN", "return 2 * x", "SOLUTION-PROSE",
+                   "BEGIN SOLUTION"):
+        assert banned not in text
+    assert "raise NotImplementedError()" in text and "YOUR ANSWER HERE" in text
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None
+    assert text.startswith('{\n "cells": [\n  {') and text.endswith("}\n")
