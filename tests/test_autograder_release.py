@@ -17,8 +17,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def course(tmp_path):
-    """A throwaway repository root whose exercises source is the tiny fixture."""
+def course(tmp_path, monkeypatch):
+    """A throwaway repository root whose exercises source is the tiny fixture (and no lab
+    source: outside CI a missing source is skipped, so CI's own setting is cleared here)."""
+    monkeypatch.delenv("CI", raising=False)
     aid = paths.EXERCISES
     dest = tmp_path / "solutions" / aid / f"{aid}.ipynb"
     dest.parent.mkdir(parents=True)
@@ -55,3 +57,11 @@ def test_released_version_has_no_solutions_hidden_tests_or_outputs(course):
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [] and cell["execution_count"] is None
     assert text.startswith('{\n "cells": [\n  {') and text.endswith("}\n")
+
+
+def test_in_ci_a_missing_source_notebook_is_a_failure(course, monkeypatch):
+    release(root=course, out=lambda _: None)
+    monkeypatch.setenv("CI", "true")
+    lines = []
+    assert release(check=True, root=course, out=lines.append) == 1
+    assert any("missing source notebooks in CI" in line for line in lines)

@@ -86,3 +86,126 @@ def test_hostile_catalogue_is_complete_and_labelled():
     for p in folder.glob("*.py"):
         head = p.read_text().splitlines()[0]
         assert head.startswith("# HOSTILE: lecture-ReAct-"), p.name
+
+
+# --- the guard against borrowed answers: shadowed builtins, patched test helpers, references ---
+
+def _mini_source(tmp_path):
+    """A small assignment whose tests use a builtin inline, lreact.labchecks, and a reference."""
+    import nbformat
+
+    def answer(gid, source):
+        return nbformat.v4.new_code_cell(source, id=gid, metadata={"nbgrader": {
+            "solution": True, "grade": False, "locked": False, "grade_id": gid,
+            "schema_version": 3}})
+
+    def test(gid, source, points=1):
+        return nbformat.v4.new_code_cell(source, id=gid, metadata={"nbgrader": {
+            "solution": False, "grade": True, "locked": True, "grade_id": gid, "points": points,
+            "schema_version": 3}})
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import numpy as np", id="setup"),
+        answer("double", "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n"
+                         "    ### END SOLUTION\n"),
+        test("test_double", 'from lreact.labchecks import text\nassert text(double("ab")) == "abab"\n'),
+        test("test_double__len", 'assert len(double("ab")) == 4 and sum([double(1)]) == 2\n'),
+        answer("softmax", "def softmax(z):\n    ### BEGIN SOLUTION\n    e = np.exp(np.asarray(z, "
+                          "dtype=float) - np.max(z))\n    return e / e.sum()\n"
+                          "    ### END SOLUTION\n"),
+        test("test_softmax", "from lreact.checks import assert_close\n"
+                             "from lreact.labchecks import reference\n"
+                             "oracle = reference('sampling', 'softmax')\n"
+                             "assert_close(softmax([1.0, 2.0, 0.5]), oracle([1.0, 2.0, 0.5]), "
+                             "tol=1e-12)\n", points=2),
+    ]
+    path = tmp_path / "mini.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _grade_mini(source, gid, answer, **kw):
+    return grade_notebook("mini", replace_cell(load(source), gid, answer), timeout=30,
+                          source=source, **kw)
+
+
+@pytest.mark.slow
+def test_mini_source_scores_full_marks(tmp_path):
+    source = _mini_source(tmp_path)
+    r = grade_notebook("mini", source, timeout=30, source=source)
+    assert (r.total, r.possible) == (4.0, 4.0), r.errors
+
+
+SHADOW = ("def double(x):\n    return x\n"
+          "len = lambda x: 4\n"
+          "sum = lambda *a, **k: 2\n")
+PATCH_LABCHECKS = ("import lreact.labchecks\n"
+                   "lreact.labchecks.text = lambda *a, **k: 'abab'\n"
+                   "def double(x):\n    return x\n")
+
+
+@pytest.mark.slow
+def test_shadowed_builtins_gain_nothing(tmp_path):
+    source = _mini_source(tmp_path)
+    assert _grade_mini(source, "double", SHADOW, guard=False).scores["test_double__len"] == (1.0, 1.0)
+    r = _grade_mini(source, "double", SHADOW)
+    assert r.scores["test_double__len"] == (0.0, 1.0)
+    # a plain value that happens to share a builtin's name is left alone
+    r = _grade_mini(source, "double", "max = 10\ndef double(x):\n    return x * (max - 8)\n")
+    assert (r.scores["test_double"], r.scores["test_double__len"]) == ((1.0, 1.0), (1.0, 1.0))
+
+
+@pytest.mark.slow
+def test_patched_labchecks_is_restored(tmp_path):
+    source = _mini_source(tmp_path)
+    assert _grade_mini(source, "double", PATCH_LABCHECKS, guard=False).scores["test_double"] == (1.0, 1.0)
+    assert _grade_mini(source, "double", PATCH_LABCHECKS).scores["test_double"] == (0.0, 1.0)
+
+
+BORROWED = {
+    "import": "from lreact.sampling import softmax\n",
+    "wrapper": "import lreact.sampling\ndef softmax(z):\n    return lreact.sampling.softmax(z)\n",
+    "restored code": ("import lreact.sampling\n_code = lreact.sampling.softmax.__code__\n"
+                      "def softmax(z):\n    raise NotImplementedError\n"
+                      "softmax.__code__ = _code\n"
+                      "softmax.__globals__['_as_1d'] = lreact.sampling._as_1d\n"),
+    "private copy at the top": ("from lreact.labchecks import reference\n"
+                                "softmax = reference('sampling', 'softmax')\n"),
+    "private copy": ("from lreact.labchecks import reference\n"
+                     "def softmax(z):\n    return reference('sampling', 'softmax')(z)\n"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", list(BORROWED.values()), ids=list(BORROWED))
+def test_the_course_reference_is_no_answer_while_grading(tmp_path, answer):
+    source = _mini_source(tmp_path)
+    if "reference(" not in answer:   # outside grading the public reference works
+        assert _grade_mini(source, "softmax", answer, guard=False).scores["test_softmax"] == (2.0, 2.0)
+    r = _grade_mini(source, "softmax", answer)
+    assert r.scores["test_softmax"] == (0.0, 2.0)
+    said = r.errors["test_softmax"] + "".join(
+        str(o.get("evalue", "")) for c in r.executed.cells if c.get("id") == "softmax"
+        for o in c.get("outputs", []))
+    assert "reference" in said and "write your own" in said   # the student is told why
+
+
+def test_reference_is_a_private_copy_that_works_outside_a_kernel():
+    import lreact.chatml
+    import lreact.sampling
+    import lreact.tools
+    from lreact import UserMessage
+    from lreact.labchecks import reference
+
+    soft = reference("sampling", "softmax")
+    assert soft is not lreact.sampling.softmax
+    assert [float(x) for x in soft([0.0, 0.0])] == [0.5, 0.5]
+    registry = reference("tools", "REGISTRY")
+    assert registry["calculate"] is not lreact.tools.calculate
+    assert registry["calculate"]("(17 + 25) * 3") == "126"
+    render = reference("chatml", "render_chatml")
+    assert render is not lreact.chatml.render_chatml
+    assert render([UserMessage("Hi")]) == lreact.chatml.render_chatml([UserMessage("Hi")])
+    with pytest.raises(ValueError):
+        reference("../autograder/runner", "main")
