@@ -58,9 +58,12 @@ def feedback_notebook(record: dict, student_version) -> nbformat.NotebookNode:
         if gid and engine.is_answer(cell):
             theirs = by_id.get(gid)
             if theirs is not None:
-                new.source = theirs.source
                 if new.cell_type == "code":
-                    new.outputs = theirs.get("outputs", [])
+                    new.source = theirs.source
+                    new.outputs = [_plain(o) for o in theirs.get("outputs", [])]
+                    new.outputs = [o for o in new.outputs if o is not None]
+                else:
+                    new.source = f"<pre>{html.escape(str(theirs.source))}</pre>"
         elif gid and engine.is_autograded_test(cell):
             new.outputs = []
             got, pts = record["scores"].get(gid, (0, engine.points(cell)))
@@ -84,15 +87,34 @@ def _fmt(x) -> str:
     return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
+SAFE_MIME = ("text/plain", "image/png")
+
+
+def _plain(output):
+    """An answer cell's output reduced to what cannot carry markup or script."""
+    kind = output.get("output_type")
+    if kind in ("stream", "error"):
+        return output          # nbconvert escapes these itself
+    if kind in ("display_data", "execute_result"):
+        data = {k: v for k, v in (output.get("data") or {}).items() if k in SAFE_MIME}
+        if not data:
+            return None
+        out = nbformat.from_dict(dict(output))
+        out["data"] = data
+        out["metadata"] = {}
+        return out
+    return None
+
+
 def _safe(text: str) -> str:
     return html.escape(str(text)).replace("`", "'")
 
 
 def to_html(nb) -> str:
     from nbconvert import HTMLExporter
+    # nbconvert's sanitize_html escapes the course's own markdown into visible tags; untrusted
+    # content is made inert in feedback_notebook instead (see the module docstring).
     exporter = HTMLExporter(template_name="lab")
-    if hasattr(exporter, "sanitize_html"):
-        exporter.sanitize_html = True
     body, _ = exporter.from_notebook_node(nb)
     return body
 

@@ -71,3 +71,55 @@ def test_feedback_never_contains_hidden_tests_or_solutions(tmp_path):
                   "AssertionError: double(3) is wrong"):
         assert _squash(shown) in text, shown
     assert "<script>alert" not in page
+
+
+def _live_script(page: str):
+    """The bodies of <script> elements and the on* attributes of a page, as a browser parses it."""
+    from html.parser import HTMLParser
+
+    class Finder(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.scripts, self.handlers, self._in = [], [], False
+
+        def handle_starttag(self, tag, attrs):
+            self._in = tag == "script"
+            if self._in:
+                self.scripts.append("")
+            self.handlers += [f"{tag} {k}={v}" for k, v in attrs if k.lower().startswith("on")]
+
+        def handle_endtag(self, tag):
+            self._in = False
+
+        def handle_data(self, data):
+            if self._in:
+                self.scripts[-1] += data
+
+    f = Finder()
+    f.feed(page)
+    return f.scripts, f.handlers
+
+
+def test_feedback_shows_answers_as_text_and_drops_markup_outputs(tmp_path):
+    """A submission must not run script in the browser of whoever opens its feedback."""
+    student = nbformat.reads(generate(TINY), as_version=4)
+    evil = replace_cell(student, "double", (
+        "from IPython.display import HTML, SVG, Javascript, display\n"
+        "display(HTML('<script>alert(\"from-html\")</script>'))\n"
+        "display(Javascript('alert(\"from-js\")'))\n"
+        "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(\"from-svg\")'\n"
+        "            '</script></svg>'))\n"
+        "print('plain <b>text</b> stays visible')\n"
+        "def double(x):\n    return 2 * x\n"))
+    evil = replace_cell(evil, "explain", "# Heading?\n<img src=x onerror=alert('from-md')>")
+    (tmp_path / "subs" / "mallory" / "tiny").mkdir(parents=True)
+    nbformat.write(evil, tmp_path / "subs" / "mallory" / "tiny" / "tiny.ipynb")
+    page = feedback_all(tmp_path / "subs", tmp_path / "fb", root=FIX, jobs=1, timeout=20,
+                        state=tmp_path / "state")[0].read_text()
+    # the payloads may be shown as (escaped) source text, but never as live script
+    scripts, handlers = _live_script(page)
+    assert not [s for s in scripts if "alert(" in s], scripts
+    assert not handlers, handlers
+    assert "plain &lt;b&gt;text&lt;/b&gt; stays visible" in page
+    assert "    assert "&lt;img src=x onerror=alert(&#x27;from-md&#x27;)&gt;" in pagelt;img src=x onerror=alert(" in page   # shown as text
+    assert "<h1" in page   # the course's own markdown is still rendered as markup
