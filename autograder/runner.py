@@ -19,8 +19,13 @@ import sys
 
 GUARD_SETUP = r'''
 def _lreact_make_guard(token):
-    import builtins, sys, importlib, math, warnings, json, operator
-    import numpy, numpy.testing
+    import builtins, sys, importlib, importlib.util, math, warnings, json, operator, types
+    import numpy, numpy.testing, IPython
+    try:
+        import lreact, lreact.sampling, lreact.chatml, lreact.tools
+        packages = (lreact,)
+    except ImportError:
+        packages = ()
     shell = get_ipython()
     mgr = shell.input_transformer_manager
     snap = {
@@ -34,14 +39,62 @@ def _lreact_make_guard(token):
         "builtins": dict(builtins.__dict__),
         "modules": dict(sys.modules),
         "dicts": {m.__name__: dict(m.__dict__) for m in
-                  (math, warnings, json, operator, numpy, numpy.testing)},
+                  (math, warnings, json, operator, numpy, numpy.testing, importlib,
+                   importlib.util, types, IPython) + packages},
         "warnings": list(warnings.filters),
         "meta_path": list(sys.meta_path),
         "path_hooks": list(sys.path_hooks),
         "path": list(sys.path),
         "sys": {k: getattr(sys, k) for k in
-                ("stdout", "stderr", "displayhook", "excepthook")},
+                ("stdout", "stderr", "displayhook", "excepthook", "_getframe")},
+        "ns_builtins": shell.user_ns.get("__builtins__", builtins),
     }
+    # The course's reference implementations are the lab's answers: while grading, the public
+    # function objects raise (aliases and wrappers of them too); the tests use private copies
+    # (lreact.labchecks.reference).
+    reference_functions = {
+        "lreact.sampling": ("softmax", "temperature_softmax", "top_k_filter", "top_p_filter",
+                            "sample_token"),
+        "lreact.chatml": ("render_chatml",),
+        "lreact.tools": ("get_weather", "calculate"),
+        "lreact.widgets": ("constrained_step",),
+    }
+    poisoned = {}   # id -> (function, raising code object), found once, re-applied every time
+
+    def raising_code(qualname):
+        ns = {}
+        exec(compile("def poisoned(*args, **kwargs):\n    raise RuntimeError(%r)\n" % (
+            qualname + " is the course's reference implementation and is not available while "
+            "grading: write your own"), "<grader>", "exec"), ns)
+        return ns["poisoned"].__code__
+
+    def poison():
+        for modname, names in reference_functions.items():
+            mod = snap["modules"].get(modname) or sys.modules.get(modname)
+            for name in names:
+                f = getattr(mod, name, None) if mod is not None else None
+                if type(f) is types.FunctionType and id(f) not in poisoned \
+                        and f.__closure__ is None:
+                    poisoned[id(f)] = (f, raising_code(modname + "." + name))
+        for f, code in poisoned.values():
+            f.__code__ = code
+
+    # builtins the tests use inline: a callable of the same name in the notebook's namespace
+    # is removed before each test (a plain value such as max = 10 stays)
+    shadowable = ("len", "sum", "sorted", "abs", "float", "int", "str", "list", "set", "tuple",
+                  "dict", "isinstance", "all", "any", "round", "min", "max", "zip", "map",
+                  "range", "enumerate", "repr", "bool", "type", "getattr", "hasattr", "iter",
+                  "next", "print")
+    is_callable = callable
+
+    def unshadow():
+        ns = shell.user_ns
+        if ns.get("__builtins__") is not snap["ns_builtins"]:
+            ns["__builtins__"] = snap["ns_builtins"]
+        for name in shadowable:
+            if name in ns and ns[name] is not snap["builtins"][name] and is_callable(ns[name]):
+                del ns[name]
+
     shadowed = ("run_cell", "run_cell_async", "transform_cell", "run_ast_nodes", "run_code",
                 "should_run_async", "showtraceback", "_showtraceback", "run_line_magic",
                 "transform_ast")
@@ -74,16 +127,35 @@ def _lreact_make_guard(token):
         sys.path[:] = snap["path"]
         sys.path_importer_cache.clear()
         importlib.invalidate_caches()
-        for name in [n for n in sys.modules if n == "lreact.checks"]:
+        for name in [n for n in sys.modules if n in ("lreact.checks", "lreact.labchecks")]:
             del sys.modules[name]
         try:
             import lreact
             lreact.checks = importlib.import_module("lreact.checks")
+            lreact.labchecks = importlib.import_module("lreact.labchecks")
         except ImportError:
             pass
         warnings.filters[:] = snap["warnings"]
+        poison()
+        unshadow()
+        # lreact.labchecks.reference answers only the cell that runs next (a test or a demo
+        # cell), never an answer cell: the runner does not call the guard before those
+        guard.armed, arm["pending"] = None, True
+        shell.events.callbacks["pre_run_cell"].append(arm_cell)
+        shell.events.callbacks["post_run_cell"].append(disarm_cell)
         return token
 
+    arm = {"pending": False}
+
+    def arm_cell(info=None):
+        if arm["pending"]:
+            guard.armed, arm["pending"] = shell.execution_count, False
+
+    def disarm_cell(result=None):
+        guard.armed = None
+
+    poison()
+    guard.armed = None
     return guard
 '''
 
@@ -233,6 +305,8 @@ def main() -> int:
                         status["guard_failed"].append(index)
                         continue
                     cell.source = cell.source + tail
+                elif token and not cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+                    run_guard(False, token)      # a demo cell: it may use the references too
                 try:
                     clock["index"], clock["start"] = index, time.monotonic()
                     client.execute_cell(cell, index)

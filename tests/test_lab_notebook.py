@@ -233,6 +233,32 @@ def test_wrong_answer_is_well_formed(path):
     assert source.split("\n", 1)[1].strip() != solution_source.strip()
 
 
+def test_tests_and_demo_cells_take_references_from_private_copies():
+    """The public reference functions are disabled while grading (autograder/runner.py): the
+    lab's other cells must take them from lreact.labchecks.reference, and bind no name that a
+    later answer could call."""
+    public = re.compile(r"from lreact\.(sampling|chatml) import [^\n]*\b(softmax|temperature_softmax|"
+                        r"top_k_filter|top_p_filter|sample_token|render_chatml)\b|"
+                        r"from lreact\.tools import [^\n]*\b(REGISTRY|get_weather|calculate)\b|"
+                        r"from lreact import [^\n]*\b(tools|sampling|chatml)\b|lreact\.(sampling|tools|chatml)\.")
+    for cell in _nb().cells:
+        if cell.cell_type == "code" and not _meta(cell).get("solution"):
+            assert not public.search(cell.source), cell.id
+    demo = {c.id: c.source for c in _nb().cells}
+    assert "del _reference_render" in demo["chatml-target"]
+    assert "del _weather, _calculate" in demo["live-setup"]
+
+
+def test_catalogue_borrows_every_reference():
+    """Each public reference function has a catalogued wrong answer that borrows it."""
+    borrowing = {p.stem.split("__")[0] for p in _wrong_files()
+                 if re.search(r"lreact\.(sampling|chatml|tools)|from lreact import tools|"
+                              r"labchecks import reference",
+                              p.read_text(encoding="utf-8"))}
+    assert {"softmax", "temperature_softmax", "top_k_filter", "top_p_filter", "sample_token",
+            "render_chatml", "get_weather", "calculate"} <= borrowing
+
+
 # --- slow: the notebook runs offline --------------------------------------------------------
 
 @pytest.mark.slow
