@@ -5,38 +5,26 @@ Ollama's ``/api/chat`` wire format (shared/notes/ollama-and-qwen.md).  respx sta
 network: a test checks what ``OllamaLLM`` SENT as well as what it made of the answer.
 """
 import json
-import pathlib
 import re
 
 import httpx
 import pytest
-import respx
+from conftest import OLLAMA_FIXTURES, load_recording, replay_recording
 
 from lreact import (AssistantMessage, OllamaError, OllamaLLM, SystemMessage, ToolCall,
                     ToolResultMessage, UserMessage)
 from lreact.tools import TOOLS
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "ollama"
+FIXTURES = OLLAMA_FIXTURES
 HOST = "http://127.0.0.1:11434"
 OPTIONS = dict(temperature=0, top_k=40, top_p=0.9, seed=42)
 SYSTEM = SystemMessage("You are a helpful assistant. Use the tools when they help.")
 BERLIN = UserMessage("What's the weather in Berlin?")
 
 
-def load(name):
-    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+load = load_recording
+replay = replay_recording
 
-
-def replay(router, name):
-    """Route the fixture's request to its recorded response (or transport failure)."""
-    fx = load(name)
-    req = fx["request"]
-    route = router.route(method=req["method"], url=fx["host"] + req["path"])
-    if "raises" in fx:
-        route.side_effect = getattr(httpx, fx["raises"])("recorded failure")
-    else:
-        route.return_value = httpx.Response(fx["response"]["status"], json=fx["response"]["json"])
-    return fx, route
 
 
 def sent_json(route, i=-1):
@@ -46,11 +34,6 @@ def sent_json(route, i=-1):
 def make_llm(model="qwen2.5:7b", **kw):
     return OllamaLLM(model, host=HOST, timeout=kw.pop("timeout", 30), **{**OPTIONS, **kw})
 
-
-@pytest.fixture
-def router():
-    with respx.mock(assert_all_mocked=True, assert_all_called=False) as r:
-        yield r
 
 
 def test_every_fixture_is_well_formed():

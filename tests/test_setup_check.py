@@ -1,38 +1,20 @@
 """check_setup() against recorded /api/tags and /api/show answers: it answers in plain words and
 never raises, whatever the server does (tests/fixtures/ollama/, no server needed)."""
 import json
-import pathlib
 
 import httpx
 import pytest
-import respx
+
+from conftest import replay_recording
 
 from lreact import check_setup
 from lreact.setup import SetupReport
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "ollama"
 HOST = "http://127.0.0.1:11434"
 
 
-def load(name):
-    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
-
-
 def replay(router, name):
-    fx = load(name)
-    req = fx["request"]
-    route = router.route(method=req["method"], url=fx["host"] + req["path"])
-    if "raises" in fx:
-        route.side_effect = getattr(httpx, fx["raises"])("recorded failure")
-    else:
-        route.return_value = httpx.Response(fx["response"]["status"], json=fx["response"]["json"])
-    return route
-
-
-@pytest.fixture
-def router():
-    with respx.mock(assert_all_mocked=True, assert_all_called=False) as r:
-        yield r
+    return replay_recording(router, name)[1]
 
 
 def test_server_down(router):

@@ -1,0 +1,34 @@
+"""Shared pytest fixtures: replaying the recorded Ollama exchanges of tests/fixtures/ollama/."""
+import json
+import pathlib
+
+import httpx
+import pytest
+import respx
+
+OLLAMA_FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "ollama"
+
+
+def load_recording(name):
+    """One recorded exchange (see tests/fixtures/ollama/README.md)."""
+    return json.loads((OLLAMA_FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def replay_recording(router, name):
+    """Route the recording's request to its recorded response (or transport failure);
+    returns (recording, route)."""
+    fx = load_recording(name)
+    req = fx["request"]
+    route = router.route(method=req["method"], url=fx["host"] + req["path"])
+    if "raises" in fx:
+        route.side_effect = getattr(httpx, fx["raises"])("recorded failure")
+    else:
+        route.return_value = httpx.Response(fx["response"]["status"], json=fx["response"]["json"])
+    return fx, route
+
+
+@pytest.fixture
+def router():
+    """respx in place of the network: every request must match a recorded route."""
+    with respx.mock(assert_all_mocked=True, assert_all_called=False) as r:
+        yield r
