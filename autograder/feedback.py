@@ -10,7 +10,6 @@ traceback quotes the hidden lines that raised. Student-written HTML is sanitised
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 
 import nbformat

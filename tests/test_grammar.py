@@ -3,14 +3,11 @@
 Masking with A(s_t) and renormalising gives output that always parses; sampling the same toy
 model unconstrained often gives output that does not.
 """
-import json
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lreact import grammar
 from lreact.grammar import (EOS, SKELETON, TOKEN_ID, VOCAB, advance, allowed_tokens, detokenize,
                             is_done, parses, start, toy_logits)
 from lreact.sampling import sample_token, softmax
