@@ -17,8 +17,11 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 
 setup: $(STAMP)
 
+# JupyterLab refuses to start as root unless told (containers, CI machines).
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: setup
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)"
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT)
 
 system-deps:
 	@bash scripts/system-deps.sh
