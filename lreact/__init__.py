@@ -10,6 +10,10 @@ One module per idea of the lecture:
 - ``chatml``    Part IV, the Qwen2.5 chat template as text
 - ``grammar``   Part I, a toy vocabulary and grammar for constrained decoding
 - ``checks``    comparison helpers the graded tests use (plain numbers, never ``__eq__``)
+- ``labchecks`` the lab's test helpers (messages as plain tuples, what the model received,
+                a chi-square test, ``reference()``: private copies of the reference code)
+- ``traces``    the Berlin trace and a longer multi-tool run, with token counts (Part IV)
+- ``widgets``   the lecture's interactive widgets (ipywidgets + matplotlib)
 """
 from .messages import (
     AssistantMessage,
