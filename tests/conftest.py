@@ -32,3 +32,21 @@ def router():
     """respx in place of the network: every request must match a recorded route."""
     with respx.mock(assert_all_mocked=True, assert_all_called=False) as r:
         yield r
+
+
+
+_SESSION_START = []
+
+
+def pytest_sessionstart(session):
+    import time
+    _SESSION_START.append(time.time())
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the browser test's measured redraw latency (a benchmark figure, never asserted)."""
+    figure = (pathlib.Path(__file__).resolve().parent.parent / "artifacts" / "browser"
+              / "redraw-latency.txt")
+    if figure.exists() and _SESSION_START and figure.stat().st_mtime >= _SESSION_START[0]:
+        terminalreporter.write_sep("-", "browser benchmark")
+        terminalreporter.write_line(figure.read_text(encoding="utf-8").strip())
