@@ -1,4 +1,8 @@
-"""``python -m autograder <command>``: release, grade, feedback, selfcheck."""
+"""``python -m autograder <command>``: the instructor's tool for this unit.
+
+Commands: release, grade, feedback, catalogue, selfcheck. ``python -m autograder COMMAND
+--help`` describes each one. Run everything from the repository root.
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,52 +11,153 @@ from pathlib import Path
 
 from . import paths
 
+LAYOUTS = """\
+accepted submission layouts (inside SUBMISSIONS):
+  <student>/<assignment>/<notebook>.ipynb    nbgrader's submitted/ layout
+  <student>.zip, <student>_<anything>.zip    an LMS export: the notebook(s) anywhere inside,
+                                             named after the assignment id
+  <student>_<anything>.ipynb                 loose notebooks, named after the assignment id
+  The student is the name before the first '_'. A zip is extracted safely (no absolute
+  paths, no '..', no links, size limits) into the state folder. A broken upload (bad zip, a
+  zip without the assignment's notebook, a file that is not a notebook) is one row of zeros
+  for that student, with its reason."""
+
+CACHE = """\
+cache:
+  Grades are cached in <state>/cache/, keyed by the submission's bytes, the source notebook,
+  every file of lreact/ and autograder/, the Python and library versions and the grading
+  options (--timeout, sandbox mode). Re-running grades only what is new or changed; delete the
+  folder to grade everything again."""
+
+HAND = """\
+hand grading:
+  grade records every submission in nbgrader's gradebook (gradebook.db in the course folder,
+  next to its nbgrader_config.py; the repository root by default) and writes the graded
+  notebooks to autograded/<student>/<assignment>/. Open formgrader with `make formgrader`
+  (JupyterLab at the repository root, nbgrader's Formgrader panel), score and comment the
+  cells listed in the CSV's needs_manual_grade column (the mark scheme is shown under each
+  answer), then run grade (or feedback) again: hand scores, comments and corrections of
+  autograded scores are read back from the gradebook."""
+
+
+def _formatter(prog):
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32, width=96)
+
+
+def _common(p, *, out_default: str, out_help: str) -> None:
+    p.add_argument("submissions", type=Path, metavar="SUBMISSIONS",
+                   help="folder holding the class's submissions (see the layouts below)")
+    p.add_argument("--out", type=Path, default=Path(out_default), help=out_help)
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="submissions graded at the same time (default: the number of cores)")
+    p.add_argument("--timeout", type=float, default=60, metavar="S",
+                   help="seconds each cell may run before it is stopped (default: 60)")
+    p.add_argument("--root", type=Path, default=paths.ROOT, metavar="DIR",
+                   help="the course folder: solutions/<id>/<id>.ipynb and nbgrader_config.py; "
+                        "its gradebook.db and autograded/ are written here "
+                        "(default: the repository, %(default)s)")
+    p.add_argument("--state", type=Path, default=None, metavar="DIR",
+                   help="folder for everything else the grader writes: cache, extracted "
+                        "zips, scratch (default: $LREACT_GRADING_DIR or .grading/ in the "
+                        "repository)")
+    p.add_argument("--no-gradebook", action="store_true",
+                   help="do not use nbgrader's gradebook: autograded scores only, hand-graded "
+                        "cells left empty (default: use it)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                formatter_class=_formatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser(
+        "release", formatter_class=_formatter,
+        help="regenerate exercises/ and lab/ from solutions/",
+        description="Regenerate the student versions (exercises/, lab/) from the source "
+                    "notebooks in solutions/ with nbgrader's generate_assignment; running it "
+                    "twice changes nothing.")
+    r.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 naming every committed student version that "
+                        "differs from what release generates (default: write them)")
+
+    g = sub.add_parser(
+        "grade", formatter_class=_formatter,
+        help="grade a folder of submissions into a CSV and nbgrader's gradebook",
+        description="Autograde every submission in SUBMISSIONS (each in its own sandboxed "
+                    "run, in parallel), record it in nbgrader's gradebook and write the grade "
+                    "sheet: student, assignment, one column per graded cell (autograded and "
+                    "by hand), total and max out of all points, needs_manual_grade (cells "
+                    "still to grade in formgrader) and reason (why a row is zeros: timeout, "
+                    "kernel died, bad zip, not a notebook, no notebook, grader error).",
+        epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
+    _common(g, out_default="grades.csv",
+            out_help="the CSV grade sheet to write (default: grades.csv)")
+
+    f = sub.add_parser(
+        "feedback", formatter_class=_formatter,
+        help="one HTML feedback page per student and assignment",
+        description="Write OUT/<student>/<assignment>.html for every submission: the "
+                    "student's answers, the visible part of every test, each test's score "
+                    "with its first error and hint, and each hand-graded cell's score and "
+                    "comment from the gradebook. Never hidden tests, solutions or mark "
+                    "schemes. Maths is typeset offline (a local MathJax copied to "
+                    "OUT/_mathjax/). Grades come from the cache (grading what is missing), so "
+                    "run it after grade and after hand grading in formgrader.",
+        epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
+    _common(f, out_default="feedback",
+            out_help="folder for the HTML pages (default: feedback/)")
+
+    c = sub.add_parser(
+        "catalogue", formatter_class=_formatter,
+        help="list and check the wrong-answer catalogue",
+        description="List every wrong answer of autograder/wrong_answers/<assignment>/ with "
+                    "the mistake it models, and check that each edit applies to its solution "
+                    "cell (exit 1 naming the first that does not). File formats: "
+                    "autograder/catalogue.py.")
+    c.add_argument("assignment", nargs="*", metavar="ASSIGNMENT",
+                   help="assignment ids (default: every assignment in solutions/)")
+    c.add_argument("--show", metavar="FILE",
+                   help="print the full answer cell one entry produces (file name or stem)")
+    c.add_argument("--convert", type=Path, metavar="FILE.py",
+                   help="turn a whole-cell entry into a .edit of its solution cell, printed "
+                        "(nothing is written)")
+
+    s = sub.add_parser(
+        "selfcheck", formatter_class=_formatter,
+        help="every grading proof in one command (CI runs it)",
+        description="Release is current, solutions score full marks, student versions zero, "
+                    "every catalogued wrong answer loses marks, the hostile class is "
+                    "contained. Exits non-zero on any failure.")
+    s.add_argument("--jobs", type=int, default=2, metavar="N",
+                   help="gradings at the same time (default: 2)")
+    s.add_argument("--quick", action="store_true",
+                   help="skip the hostile class (default: run it)")
+    return p
+
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
-
-    r = sub.add_parser("release", help="regenerate exercises/ and lab/ from solutions/")
-    r.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 if a committed student version is stale")
-
-    g = sub.add_parser("grade", help="autograde a folder of submissions into a CSV")
-    g.add_argument("submissions", type=Path)
-    g.add_argument("--out", type=Path, default=Path("grades.csv"))
-    g.add_argument("--jobs", type=int, default=None, help="parallel workers (default: cores)")
-    g.add_argument("--timeout", type=float, default=60, help="seconds per cell (default 60)")
-    g.add_argument("--root", type=Path, default=paths.ROOT, help=argparse.SUPPRESS)
-    g.add_argument("--state", type=Path, default=None, help=argparse.SUPPRESS)
-
-    f = sub.add_parser("feedback", help="per-student HTML feedback (no hidden tests)")
-    f.add_argument("submissions", type=Path)
-    f.add_argument("--out", type=Path, default=Path("feedback"))
-    f.add_argument("--jobs", type=int, default=None)
-    f.add_argument("--timeout", type=float, default=60)
-    f.add_argument("--root", type=Path, default=paths.ROOT, help=argparse.SUPPRESS)
-    f.add_argument("--state", type=Path, default=None, help=argparse.SUPPRESS)
-
-    s = sub.add_parser("selfcheck", help="every proof in one command (CI runs it)")
-    s.add_argument("--jobs", type=int, default=2)
-    s.add_argument("--quick", action="store_true", help="skip the hostile class")
-
-    args = p.parse_args(argv)
+    args = parser().parse_args(argv)
     if args.command == "release":
         from .release import release
         return release(check=args.check)
     if args.command == "grade":
         from .grade import grade_all, summary
         records, failures = grade_all(args.submissions, root=args.root, out=args.out,
-                                      jobs=args.jobs, timeout=args.timeout, state=args.state)
+                                      jobs=args.jobs, timeout=args.timeout, state=args.state,
+                                      gradebook=not args.no_gradebook)
         print(summary(records, failures))
         print(f"wrote {args.out}")
         return 0
     if args.command == "feedback":
         from .feedback import feedback_all
         written = feedback_all(args.submissions, args.out, root=args.root, jobs=args.jobs,
-                               timeout=args.timeout, state=args.state)
+                               timeout=args.timeout, state=args.state,
+                               gradebook=not args.no_gradebook)
         print(f"wrote {len(written)} feedback file(s) to {args.out}")
         return 0
+    if args.command == "catalogue":
+        from .catalogue import command
+        return command(args.assignment, show=args.show, convert=args.convert)
     if args.command == "selfcheck":
         from .selfcheck import selfcheck
         return selfcheck(jobs=args.jobs, quick=args.quick)

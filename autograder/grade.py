@@ -1,15 +1,27 @@
-"""``python -m autograder grade SUBMISSIONS [--out grades.csv] [--jobs N] [--timeout S]``.
+"""``python -m autograder grade SUBMISSIONS``: a folder of submissions to a grade sheet.
 
-Grades every submission found (see ``submissions.py``) in parallel, each in its own
-sandboxed run, and writes one CSV row per (student, assignment):
-``student, assignment, <one column per graded test cell>, total, needs_manual_grade``.
-Results are cached under the grader's state folder (``.grading/`` by default, never visible
-to a sandbox), keyed by the submission's bytes, the source notebook's bytes, the timeout and
-the engine version: re-running grades only what is new or changed.
+1. Find every submission (``submissions.py``: nbgrader folders, LMS zips, loose notebooks).
+2. Grade each one in parallel, in its own sandboxed run (``engine.grade_notebook``), or take
+   its grade from the cache.
+3. Record students, submissions and autograded scores in nbgrader's gradebook
+   (``gradebook.py``), where the instructor grades the free-text answers in formgrader, and
+   read every score back: hand grades and formgrader corrections included.
+4. Write the CSV: ``student, assignment, <one column per graded cell>, total, max,
+   needs_manual_grade, reason``; ``total`` and ``max`` count every point (autograded and by
+   hand), ``needs_manual_grade`` lists the cells still to be graded (or checked again) in
+   formgrader, ``reason`` says why a row is zeros (timeout, kernel died, bad zip, not a
+   notebook, no notebook, grader error).
+
+The cache (``<state>/cache/``) is keyed by everything that can change a score: the
+submission's bytes, the source notebook's bytes, every file of ``lreact/`` and
+``autograder/`` (checks, engine, runner, ...), the Python and library versions, and the grading
+options normalised (``--timeout 60`` and ``60.0`` are one key). Anything else changed, and the
+submission is graded again.
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import sys
@@ -17,30 +29,105 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-import nbformat
-
 from . import engine, paths
+from .gradebook import grade_id, is_manual, is_test, load, points
 from .submissions import Submission, assignments, discover
 
-
-def test_columns(source: Path) -> list[str]:
-    nb = engine.load(source)
-    return [engine.grade_id(c) for c in nb.cells if engine.is_autograded_test(c)]
+LIBRARIES = ("numpy", "jsonschema", "ipykernel", "nbclient", "nbformat", "nbgrader", "lreact")
+SKIP_DIRS = {"__pycache__", "wrong_answers", "hostile", ".ipynb_checkpoints"}
 
 
-def _cache_key(sub: Submission, source: Path, timeout: float) -> str:
+# --- the cache key -----------------------------------------------------------------------
+
+def code_dirs() -> list[Path]:
+    """The code that decides a grade: the ``lreact`` package and the ``autograder`` package."""
+    import lreact
+    return [Path(lreact.__file__).resolve().parent, Path(__file__).resolve().parent]
+
+
+def code_fingerprint(dirs=None) -> str:
+    """A hash of every file under ``dirs`` (names and bytes; caches and catalogues skipped)."""
+    h = hashlib.sha256()
+    for d in sorted(Path(p) for p in (dirs or code_dirs())):
+        for f in sorted(d.rglob("*")):
+            rel = f.relative_to(d)
+            if not f.is_file() or SKIP_DIRS & set(rel.parts) or f.suffix in (".pyc", ".pyo"):
+                continue
+            h.update(f"{d.name}/{rel.as_posix()}\0".encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def versions() -> str:
+    from importlib import metadata
+    found = [f"python={sys.version.split()[0]}"]
+    for name in LIBRARIES:
+        try:
+            found.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name}=absent")
+    return ";".join(found)
+
+
+def options_key(timeout: float, sandbox: str) -> str:
+    """The grading options as one canonical string (60 and 60.0 are the same timeout)."""
+    return json.dumps({"timeout": float(timeout), "sandbox": str(sandbox)}, sort_keys=True)
+
+
+def cache_key(sub: Submission, source: Path, options: str, code: str) -> str:
+    h = hashlib.sha256()
     body = sub.notebook.read_bytes() if sub.notebook else (sub.problem or "").encode()
-    return engine.file_hash(body, source, engine.RUNNER, f"timeout={timeout}")
+    for part in (body, Path(source).read_bytes(), code.encode(), options.encode(),
+                 versions().encode()):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    return h.hexdigest()
 
 
-def _cache_key_for(sub: Submission, source: Path, timeout: float, sandbox: str) -> str:
-    return engine.file_hash(_cache_key(sub, source, timeout), f"sandbox={sandbox}")
+# --- one submission ----------------------------------------------------------------------
+
+REASONS = (  # (words in the failure text, reason)
+    (("bad zip", "unsafe path", "symbolic link", "zip has", "zip expands", "larger than it"),
+     "bad zip"),
+    (("invalid notebook", "not a notebook"), "not a notebook"),
+    (("no notebook",), "no notebook"),
+    (("timeout", "took too long", "timed out"), "timeout"),
+    (("kernel died", "died", "deadkernel"), "kernel died"),
+)
 
 
-def grade_one(sub: Submission, source: Path, timeout: float, cache_dir: Path | None,
-              sandbox: str = "auto") -> dict:
+def reason_of(failure: str | None) -> str:
+    """The short reason of a failure, for the CSV's ``reason`` column ('' when none)."""
+    if not failure:
+        return ""
+    text = failure.lower().replace(" ", "").replace("_", "")
+    for words, reason in REASONS:
+        if any(w.replace(" ", "") in text for w in words):
+            return reason
+    return "grader error"
+
+
+def zero_record(sub: Submission, source: Path | None, reason: str) -> dict:
+    """A submission that could not be graded: zero on every cell, and why."""
+    scores, manual = {}, {}
+    if source is not None:
+        for cell in load(source).cells:
+            if is_test(cell):
+                scores[grade_id(cell)] = [0.0, points(cell)]
+            elif is_manual(cell):
+                manual[grade_id(cell)] = points(cell)
+    return {"student": sub.student, "assignment": sub.assignment, "origin": sub.origin,
+            "scores": scores, "manual": manual, "errors": {}, "failure": reason,
+            "reason": reason_of(reason), "notes": [], "executed": None,
+            "total": 0.0, "possible": float(sum(p for _, p in scores.values()))}
+
+
+def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Path | None,
+              code: str, *, timeout: float = 60, sandbox: str = "auto") -> dict:
     """Grade (or fetch from the cache) one submission; a plain dict, JSON-ready."""
-    key = _cache_key_for(sub, source, timeout, sandbox)
+    if source is None:
+        return {**zero_record(sub, None, sub.problem or "no notebook"), "cached": False}
+    key = cache_key(sub, source, options, code)
     cached = cache_dir / f"{key}.json" if cache_dir else None
     if cached and cached.exists():
         try:
@@ -52,85 +139,164 @@ def grade_one(sub: Submission, source: Path, timeout: float, cache_dir: Path | N
         except ValueError:
             pass
     if sub.notebook is None:
-        r = engine.zero_result(sub.assignment, sub.problem, source=source)
+        record = zero_record(sub, source, sub.problem or "no notebook")
     else:
         try:
             r = engine.grade_notebook(sub.assignment, sub.notebook, timeout, source=source,
                                       sandbox=sandbox)
-        except engine.SandboxUnavailable:
+        except getattr(engine, "SandboxUnavailable", ()):
             raise
         except Exception as e:  # noqa: BLE001 - one submission never stops the class
-            r = engine.zero_result(sub.assignment, f"grader error: {type(e).__name__}: {e}",
-                                   source=source)
-    record = {
-        "student": sub.student, "assignment": sub.assignment, "origin": sub.origin,
-        "scores": {k: list(v) for k, v in r.scores.items()}, "manual": r.manual,
-        "errors": r.errors, "failure": r.failure, "notes": r.notes,
-        "total": r.total, "possible": r.possible,
-        "executed": r.executed if r.executed is not None else None,
-    }
+            record = zero_record(sub, source, f"grader error: {type(e).__name__}: {e}")
+        else:
+            executed = getattr(r, "executed", None)
+            record = {
+                "student": sub.student, "assignment": sub.assignment, "origin": sub.origin,
+                "scores": {k: list(v) for k, v in r.scores.items()}, "manual": dict(r.manual),
+                "errors": dict(r.errors), "failure": r.failure, "reason": reason_of(r.failure),
+                "notes": list(r.notes), "total": r.total, "possible": r.possible,
+                "executed": executed if executed is None or isinstance(executed, dict)
+                else dict(executed),
+            }
+            if hasattr(r, "answers_ran"):
+                record["answers_ran"] = r.answers_ran
     if cached:
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_name(f"{cached.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
+        tmp.write_text(json.dumps(record, default=_plain), encoding="utf-8")
         tmp.replace(cached)
+        record = json.loads(cached.read_text(encoding="utf-8"))
     record["cached"] = False
     return record
 
 
+def _plain(value):
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+# --- the class ---------------------------------------------------------------------------
+
 def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
               jobs: int | None = None, timeout: float = 60, state: Path | None = None,
-              sandbox: str = "auto", progress: bool = True,
-              cache: bool = True) -> tuple[list, list]:
-    """Grade a folder of submissions; returns (records, failures) and writes the CSV."""
+              sandbox: str = "auto", progress: bool = True, cache: bool = True,
+              gradebook: bool = False, code=None) -> tuple[list, list]:
+    """Grade a folder of submissions; returns (records, failures) and writes the CSV.
+
+    ``gradebook``: record every submission in the nbgrader gradebook of the course folder
+    ``root`` and read the hand grades back (what the ``grade`` command does; selfcheck and
+    the benchmark leave it off). ``code``: the code fingerprint (tests pass their own).
+    """
     state = Path(state or paths.STATE_DIR)
     known = assignments(root)
     if not known:
         raise SystemExit(f"no source notebooks under {Path(root) / 'solutions'}")
     subs = discover(Path(folder), known, state / "unzipped")
-    jobs = jobs or os.cpu_count() or 1
-    from .sandbox import describe
-    print(describe(sandbox), file=sys.stderr)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    options = options_key(timeout, sandbox)
+    code = code or code_fingerprint()
+    describe = getattr(__import__("autograder.sandbox", fromlist=["describe"]), "describe",
+                       None)
+    if describe:
+        print(describe(sandbox), file=sys.stderr)
     records = []
     bar = None
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=len(subs), desc="grading", unit="submission", file=sys.stderr)
-    engine.warm_pool(min(jobs, len(subs)))
+    pool_api = hasattr(engine, "warm_pool") and hasattr(engine, "drain_pool")
+    if pool_api:
+        engine.warm_pool(min(jobs, max(1, len(subs))))
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             cache_dir = state / "cache" if cache else None
-            futures = [pool.submit(grade_one, s, known[s.assignment], timeout, cache_dir,
-                                   sandbox) for s in subs]
+            futures = [pool.submit(grade_one, s, known.get(s.assignment), options, cache_dir,
+                                   code, timeout=timeout, sandbox=sandbox) for s in subs]
             for f in as_completed(futures):
                 records.append(f.result())
                 if bar:
                     bar.update(1)
     finally:
-        engine.drain_pool()
+        if pool_api:
+            engine.drain_pool()
     if bar:
         bar.close()
     records.sort(key=lambda r: (r["student"], r["assignment"]))
+    if gradebook:
+        record_in_gradebook(records, known, root)
     failures = [r for r in records if r["failure"]]
     if out:
         write_csv(records, known, Path(out))
     return records, failures
 
 
+def record_in_gradebook(records, known: dict, root: Path) -> None:
+    """Store every record in the course's gradebook and attach what it holds now:
+    ``record["grades"]`` (every cell's score and comment) and ``record["flagged"]``."""
+    from .gradebook import CourseGradebook
+    book = CourseGradebook(root)
+    for r in records:
+        source = known.get(r["assignment"])
+        if source is None:
+            continue
+        executed = load(r["executed"]) if r.get("executed") else None
+        r["flagged"] = book.record(r, source, executed)
+        r["grades"] = book.read(r["assignment"], r["student"])
+    for r in records:
+        r.setdefault("flagged", [])
+
+
+def graded_columns(source: Path) -> list[str]:
+    """Every graded cell of a source notebook, autograded and by hand, in notebook order."""
+    return [grade_id(c) for c in load(source).cells if is_test(c) or is_manual(c)]
+
+
+def sheet(record) -> tuple[dict, float, float, list]:
+    """({cell: score or None}, total, max, cells still to grade by hand) of one record."""
+    grades = record.get("grades")
+    cells, todo = {}, []
+    if grades:
+        for gid, g in grades.items():
+            if "max" not in g:
+                continue
+            graded = g["manual"] is not None or g["auto"] is not None
+            cells[gid] = g["score"] if graded else None
+            if g["needs_manual_grade"]:
+                todo.append(gid)
+        total = sum(v for v in cells.values() if v is not None)
+        top = sum(g["max"] for g in grades.values() if "max" in g)
+    else:
+        cells = {gid: float(s[0]) for gid, s in record["scores"].items()}
+        cells.update({gid: None for gid in record.get("manual", {})})
+        todo = [] if record.get("failure") else list(record.get("manual", {}))
+        total = float(record["total"])
+        top = float(record["possible"]) + float(sum(record.get("manual", {}).values()))
+    return cells, float(total), float(top), todo
+
+
 def write_csv(records, known: dict, out: Path) -> None:
     columns = []
-    for aid in sorted({r["assignment"] for r in records} or known):
-        for gid in test_columns(known[aid]):
+    for aid in sorted({r["assignment"] for r in records if r["assignment"] in known}
+                      or known):
+        for gid in graded_columns(known[aid]):
             if gid not in columns:
                 columns.append(gid)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["student", "assignment", *columns, "total", "needs_manual_grade"])
+        w.writerow(["student", "assignment", *columns, "total", "max", "needs_manual_grade",
+                    "reason"])
         for r in records:
+            cells, total, top, todo = sheet(r)
+            order = {gid: i for i, gid in enumerate(columns)}
             w.writerow([r["student"], r["assignment"],
-                        *[_num(r["scores"][c][0]) if c in r["scores"] else "" for c in columns],
-                        _num(r["total"]), "true" if r["manual"] else "false"])
+                        *["" if cells.get(c) is None else _num(cells[c]) for c in columns],
+                        _num(total), _num(top) if r["assignment"] in known else "",
+                        " ".join(sorted(todo, key=lambda g: order.get(g, 0))),
+                        r.get("reason") or reason_of(r.get("failure"))])
 
 
 def _num(x: float) -> str:
@@ -143,11 +309,21 @@ def summary(records, failures) -> str:
     if failures:
         lines.append(f"{len(failures)} submission(s) had problems:")
         for r in failures:
-            lines.append(f"  {r['student']} / {r['assignment']} ({r['origin']}): {r['failure']}")
+            lines.append(f"  {r['student']} / {r['assignment'] or '?'} ({r['origin']}): "
+                         f"{r['failure']}")
     else:
         lines.append("no failures")
+    todo = [(r, sheet(r)[3]) for r in records if r.get("grades") is not None]
+    waiting = sum(len(t) for _, t in todo)
+    if waiting:
+        lines.append(f"{waiting} cell(s) to grade by hand in formgrader "
+                     f"(column needs_manual_grade)")
+    for r in records:
+        for gid in r.get("flagged", []):
+            lines.append(f"  {r['student']} / {r['assignment']}: the answers changed since "
+                         f"{gid} was graded by hand; its score is kept, check it in formgrader")
     return "\n".join(lines)
 
 
-def executed_notebook(record) -> nbformat.NotebookNode | None:
-    return nbformat.from_dict(record["executed"]) if record.get("executed") else None
+def executed_notebook(record):
+    return load(record["executed"]) if record.get("executed") else None

@@ -1,6 +1,6 @@
-# nbgrader configuration of this unit (used by `python -m autograder release`, which copies it
-# into a throwaway course folder, and usable for plain nbgrader commands run from the repository
-# root with `--config autograder/nbgrader_config.py`).
+# nbgrader settings of this unit shared by every use: the repository's own nbgrader_config.py
+# (the course folder for stock nbgrader commands and formgrader) loads this file, and
+# `python -m autograder release` copies it into a throwaway course folder.
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 
 c.CourseDirectory.course_id = "lecture-ReAct"

@@ -6,9 +6,17 @@ next to the sources: no gradebook, no log), then the released notebook is normal
 flat student path: ``exercises/lecture-ReAct-exercises.ipynb``, ``lab/lecture-ReAct-lab.ipynb``.
 Running it twice changes nothing; ``--check`` writes nothing and exits 1 naming every
 committed student version that differs from what it would generate.
+
+Stubs: nbgrader's ClearSolutions writes the same ``raise NotImplementedError()`` into every answer
+cell.  ``stub_source`` (applied to every released answer cell, and used by the grading engine for
+a missing answer) makes that line say what to write: ``NotImplementedError("softmax: write this
+function (see the task above)")``, or for an exercise the names of the variables to set.
 """
 from __future__ import annotations
 
+import ast
+import copy
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +28,80 @@ import nbformat
 from . import paths
 
 CONFIG = Path(__file__).with_name("nbgrader_config.py")
+
+
+STUB_LINE = "raise NotImplementedError()"
+
+
+def _defined_names(cell_source: str):
+    """(kind, names) that an answer cell asks for: ("function", [name]) when the solution sits
+    inside a given ``def``, or when it defines functions; ("variables", [...]) for the names an
+    exercise's solution assigns; (None, []) when nothing can be told."""
+    lines = cell_source.splitlines()
+    begin = next((i for i, ln in enumerate(lines) if ln.strip() == "### BEGIN SOLUTION"), None)
+    end = next((i for i, ln in enumerate(lines) if ln.strip() == "### END SOLUTION"), None)
+    if begin is None or end is None or end < begin:
+        return None, []
+    indent = len(lines[begin]) - len(lines[begin].lstrip())
+    if indent:  # the solution is the body of the nearest given def above it
+        for ln in reversed(lines[:begin]):
+            m = re.match(r"(\s*)def\s+([A-Za-z_]\w*)\s*\(", ln)
+            if m and len(m.group(1)) < indent:
+                return "function", [m.group(2)]
+        return None, []
+    try:
+        tree = ast.parse("\n".join(lines[begin + 1:end]))
+    except SyntaxError:
+        return None, []
+    functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if functions:
+        return "function", functions
+    names = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        for target in targets:
+            for n in ast.walk(target):
+                if isinstance(n, ast.Name) and n.id not in names:
+                    names.append(n.id)
+    return ("variables", names) if names else (None, [])
+
+
+def stub_message(cell_source: str) -> str:
+    """What the stub of this (source) answer cell says when it runs."""
+    kind, names = _defined_names(cell_source)
+    if kind == "function":
+        return f"{', '.join(names)}: write this function (see the task above)"
+    if kind == "variables":
+        return f"set {', '.join(names)} (see the exercise above)"
+    return "write your answer here (see the task above)"
+
+
+def stub_source(cell) -> str:
+    """The released source of one answer cell: nbgrader's ClearSolutions, whose
+    ``raise NotImplementedError()`` then names what to write.  ``cell`` is the SOURCE cell
+    (with its solution); a markdown cell gets nbgrader's text stub unchanged."""
+    from nbgrader.preprocessors import ClearSolutions
+
+    cleared = copy.deepcopy(nbformat.from_dict(dict(cell)))
+    # nbgrader's defaults, which the course's nbgrader configuration restates
+    ClearSolutions().preprocess_cell(cleared, {"language": "python"}, 0)
+    if cleared.cell_type != "code":
+        return cleared.source
+    message = stub_message(cell["source"] if isinstance(cell, dict) else cell.source)
+    return cleared.source.replace(STUB_LINE, f"raise NotImplementedError({message!r})")
+
+
+def restub(released, source):
+    """``released`` (a notebook from generate_assignment) with every answer cell replaced by
+    ``stub_source`` of the matching source cell (matched by grade_id)."""
+    sources = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in source.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in released.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and meta.get("grade_id") in sources:
+            cell.source = stub_source(sources[meta["grade_id"]])
+    return released
 
 
 def normalise(nb) -> str:
@@ -50,7 +132,8 @@ def generate(source: Path) -> str:
         if done.returncode != 0 or not released.exists():
             raise RuntimeError(f"nbgrader generate_assignment failed for {source}:\n"
                                f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
-        return normalise(nbformat.read(released, as_version=4))
+        return normalise(restub(nbformat.read(released, as_version=4),
+                                nbformat.read(source, as_version=4)))
 
 
 def targets(root: Path = paths.ROOT):

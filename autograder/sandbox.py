@@ -1,18 +1,33 @@
-"""Isolation for one grading run (see ``shared/notes/nbgrader.md``).
+"""Isolation for one grading run (see ``autograder/README.md``).
 
-One sandboxed process runs the whole notebook (nbclient client and kernel together); the
-scoring happens outside. With bubblewrap the process sees read-only system folders, the
-Python installation, the course's ``.venv``, the ``lreact`` package and the grader's kit
-(``runner.py``), plus a private size-capped scratch folder, and nothing else: not
-``solutions/``, not ``autograder/``, not other submissions, not the grade cache. No network,
-its own PID namespace (every process dies with the run), a read-only root. It runs as an
-unprivileged user of its own (a fresh uid per run when the grader is root, ``nobody`` in a
-user namespace otherwise) so the process limit counts only its own processes.
-Limits (``prlimit``): address space, CPU seconds, processes, file size, no core dumps.
+What a run is confined by, when the machine allows it:
 
-Where bubblewrap cannot run (no user namespaces, macOS, Windows) the grader falls back to
-limits only (or nothing) and says plainly, once per run, what is then NOT protected.
-``LREACT_REQUIRE_SANDBOX=1`` turns that fallback into an error (CI sets it).
+- **bubblewrap**: the process sees read-only system folders, the Python installation, the
+  course's ``.venv``, the ``lreact`` package and the grader's kit (``kit/runner.py``), plus
+  private size-capped tmpfs folders (``/grading``, ``/tmp``, ``/dev/shm``), and nothing else:
+  not ``solutions/``, not ``autograder/``, not other submissions, not the grade cache. No
+  network, its own PID namespace, a read-only root. It runs as an unprivileged user of its
+  own (a fresh uid per run when the grader is root, ``nobody`` in a user namespace otherwise).
+  Per-process limits (``prlimit``): address space, CPU seconds, processes, file size, no core.
+- **a cgroup per run** (``autograder/cgroup.py``): every process of the run, detached or not,
+  shares one CPU quota (``cpu_cores``, one core by default), one memory limit for all its
+  processes together with the tmpfs pages counted (``memory_bytes``, no swap) and one
+  process count (``max_processes``); at the end the whole group is killed and removed.
+- **a wall clock** (``wall_seconds``), started with the run, that kills the whole run.
+
+Where bubblewrap or cgroups cannot be used (no user namespaces, not root, macOS, Windows) the
+grader says plainly, once per process, what is then NOT protected, and goes on.
+``LREACT_REQUIRE_SANDBOX=1`` (CI sets it) or ``mode="require"`` turns that into an error.
+
+How the engine uses it::
+
+    run = sandbox.launch(kit, sys.executable, ["--fd", "3"], wall_seconds=wall,
+                         cpu_seconds=..., scratch_base=...)   # the cgroup exists from here
+    proc = subprocess.Popen(run.cmd, ..., start_new_session=True)
+    run.start_clock(proc)          # or proc = run.popen(...), which does both
+    ...                            # talk to proc; run.timed_out tells a wall-clock kill
+    run.cleanup()                  # kills every process of the run, removes its cgroup,
+    run.final_usage                # Usage(cpu_seconds, memory_peak_bytes, oom_kills, ...)
 """
 from __future__ import annotations
 
@@ -20,6 +35,7 @@ import functools
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -28,17 +44,30 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import cgroup
+
 MEMORY_BYTES = 2 * 1024**3        # address space per process
+RUN_MEMORY_BYTES = 2 * 1024**3    # all processes of a run together, tmpfs pages included
+RUN_CPU_CORES = 1.0               # CPU share of one run (a quota: never more, however many procs)
 MAX_PROCESSES = 256               # per run (threads count too)
 MAX_FILE_BYTES = 64 * 1024**2     # largest file a submission may write
 SCRATCH_BYTES = 256 * 1024**2     # size of the private scratch folder (tmpfs)
+TMP_BYTES = 64 * 1024**2          # size of the private /tmp (tmpfs)
+SHM_BYTES = 64 * 1024**2          # size of the private /dev/shm (tmpfs)
+TMPFS_BYTES = SCRATCH_BYTES + TMP_BYTES + SHM_BYTES
 INSIDE = Path("/grading")         # where the scratch folder appears inside the sandbox
 
 NOT_PROTECTED = (
-    "grading WITHOUT a sandbox (bubblewrap is not usable here): student code runs as this "
-    "user and CAN read solutions/ and the hidden tests, other submissions and the grade "
+    "grading WITHOUT a sandbox ({why}): student code runs as "
+    "this user and CAN read solutions/ and the hidden tests, other submissions and the grade "
     "cache, CAN write wherever this user can, and CAN open network connections. Only the "
     "time and output limits apply{limits}. Grade untrusted work on Linux with bubblewrap.")
+NO_CGROUP = (
+    "grading WITHOUT a per-run cgroup ({why}): a submission CAN slow down or starve the runs "
+    "graded beside it (its CPU use is not capped as a whole), its memory is limited per "
+    "process only (several processes, and files in tmpfs or /dev/shm, are not counted "
+    "together), and {detached}. Grade untrusted work on Linux as root, or with a delegated "
+    "cgroup v2 subtree.")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -90,11 +119,12 @@ def _give_uid(uid) -> None:
         _uids_used.discard(uid)
 
 
-def _bwrap(kit: Path, uid: int | None) -> list[str]:
+def _bwrap(kit: Path, uid: int | None, overlays=()) -> list[str]:
     args = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "grader", "--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--size", str(64 * 1024**2), "--tmpfs", "/tmp"]
+            "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+            "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     made_binds: list = []
     if os.geteuid() != 0:
         args += ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
@@ -107,6 +137,8 @@ def _bwrap(kit: Path, uid: int | None) -> list[str]:
                 args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--ro-bind", str(p), str(p)]
         made_binds.append(p)
+    for source, target in overlays:   # e.g. the answers' copy of lreact over the real one
+        args += ["--ro-bind", str(source), str(target)]
     args += ["--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", str(INSIDE),
              "--ro-bind", str(kit), str(INSIDE / "kit"),
              "--remount-ro", "/", "--chdir", str(INSIDE)]
@@ -114,9 +146,10 @@ def _bwrap(kit: Path, uid: int | None) -> list[str]:
 
 
 def _limits(cpu_seconds: int) -> list[str]:
+    """Per-process backstops; the run as a whole is bounded by its cgroup."""
     if not shutil.which("prlimit"):
         return []
-    return ["prlimit", f"--as={MEMORY_BYTES}", f"--cpu={cpu_seconds}",
+    return ["prlimit", f"--as={MEMORY_BYTES}", f"--cpu={int(cpu_seconds)}",
             f"--nproc={MAX_PROCESSES}", f"--fsize={MAX_FILE_BYTES}", "--core=0", "--"]
 
 
@@ -127,34 +160,111 @@ def _drop(uid: int | None) -> list[str]:
             "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
-@functools.lru_cache(maxsize=None)
-def bwrap_works() -> bool:
-    if not sys.platform.startswith("linux") or not shutil.which("bwrap"):
-        return False
+def _trim(text: str, limit: int = 300) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    said = " / ".join(lines[-3:])
+    return said if len(said) <= limit else "..." + said[-limit:]
+
+
+def _probe_command(kit: Path, uid: int | None) -> list[str]:
+    return _bwrap(kit, uid) + _limits(10) + _drop(uid) + [
+        sys.executable, "-c", "import lreact, nbclient, ipykernel"]
+
+
+def _prerequisites() -> str:
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux, this is {sys.platform}"
+    if not shutil.which("bwrap"):
+        return "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     if os.geteuid() == 0 and not shutil.which("setpriv"):
-        return False
+        return "setpriv (util-linux) is missing, needed to drop root inside the sandbox"
+    return ""
+
+
+@functools.lru_cache(maxsize=None)
+def bwrap_problem() -> str:
+    """Why bubblewrap cannot confine a run here ("" when it can): the probe's own words."""
+    missing = _prerequisites()
+    if missing:
+        return missing
     with tempfile.TemporaryDirectory() as kit:
         uid = _take_uid() if os.geteuid() == 0 else None
         try:
-            cmd = _bwrap(Path(kit), uid) + _limits(10) + _drop(uid) + [
-                sys.executable, "-c", "import lreact, nbclient, ipykernel"]
-            return subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            return False
+            done = subprocess.run(_probe_command(Path(kit), uid), capture_output=True,
+                                  timeout=60)
+        except subprocess.TimeoutExpired:
+            return "the bubblewrap probe did not finish within 60 s"
+        except OSError as e:
+            return f"the bubblewrap probe could not start: {e}"
         finally:
             _give_uid(uid)
+    if done.returncode == 0:
+        return ""
+    said = _trim(done.stderr.decode("utf-8", "replace")) or "no error text"
+    return f"the probe exited with status {done.returncode}: {said}"
+
+
+def bwrap_works() -> bool:
+    return not bwrap_problem()
+
+
+def cgroup_problem() -> str:
+    """Why runs cannot get a cgroup of their own here ("" when they can)."""
+    b = cgroup.backend()
+    return "" if b.usable else b.problem
+
+
+def _not_sandboxed(mode: str) -> str:
+    limits = (" (plus prlimit: memory, CPU seconds, processes, file size, per process)"
+              if shutil.which("prlimit") else "")
+    why = ("turned off by the caller" if mode == "off" else
+           "bubblewrap is not usable here: " + (bwrap_problem() or "its probe failed"))
+    return NOT_PROTECTED.format(why=why, limits=limits)
+
+
+def _no_cgroup(why: str, sandboxed: bool) -> str:
+    detached = ("processes it detaches live until the run's end (its PID namespace ends them)"
+                if sandboxed else "processes it detaches CAN outlive the run")
+    return NO_CGROUP.format(why=why, detached=detached)
 
 
 def describe(mode: str = "auto") -> str:
-    """One sentence: what grading runs on this machine are protected by."""
-    if mode != "off" and bwrap_works():
-        return ("sandbox: bubblewrap (no network; sees only the Python installation, .venv, "
-                "lreact and a private scratch folder; runs as its own user; limits on memory, "
-                "CPU, processes and file size)")
-    limits = (" (plus prlimit: memory, CPU seconds, processes, file size)"
-              if shutil.which("prlimit") else "")
-    head = "sandbox: OFF (asked for). " if mode == "off" else ""
-    return head + NOT_PROTECTED.format(limits=limits)
+    """A few sentences: what grading runs on this machine are protected by."""
+    sandboxed = mode != "off" and bwrap_works()
+    cg = cgroup_problem()
+    if sandboxed:
+        out = ("sandbox: bubblewrap (no network; sees only the Python installation, .venv, "
+               "lreact and private scratch folders; runs as its own user; per-process limits "
+               "on memory, CPU, processes and file size)")
+    else:
+        out = ("sandbox: OFF (asked for). " if mode == "off" else "") + _not_sandboxed(mode)
+    if not cg:
+        b = cgroup.backend()
+        out += (f"; per-run {b.name} group: all its processes together get at most "
+                f"{RUN_CPU_CORES:g} CPU core, {RUN_MEMORY_BYTES / 1024**3:g} GiB of memory "
+                f"(tmpfs included, no swap) and {MAX_PROCESSES} processes, and are killed at "
+                "its end")
+    else:
+        out += ". " + _no_cgroup(cg, sandboxed)
+    return out
+
+
+class _Once:
+    """Prints each distinct warning once per process."""
+
+    def __init__(self):
+        self.said: set = set()
+        self.lock = threading.Lock()
+
+    def warn(self, key: str, text: str) -> None:
+        with self.lock:
+            if key in self.said:
+                return
+            self.said.add(key)
+        print("WARNING: " + text, file=sys.stderr)
+
+
+_once = _Once()
 
 
 @dataclass
@@ -165,37 +275,146 @@ class Launch:
     notes: list = field(default_factory=list)
     host_scratch: Path | None = None
     uid: int | None = None
+    group: cgroup.RunGroup | None = None      # None: no cgroup here (a note says so)
+    wall_seconds: float | None = None         # the whole run's wall-clock limit
+    timed_out: bool = False                   # the wall clock killed the run
+    final_usage: cgroup.Usage | None = None   # set by cleanup() when there was a cgroup
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+    _timer: threading.Timer | None = field(default=None, repr=False)
+    _done: bool = field(default=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def popen(self, **kwargs) -> subprocess.Popen:
+        """Start ``cmd`` (``subprocess.Popen`` keywords; a new session unless said otherwise)
+        and its wall clock."""
+        kwargs.setdefault("start_new_session", True)
+        proc = subprocess.Popen(self.cmd, **kwargs)
+        self.start_clock(proc)
+        return proc
+
+    def start_clock(self, proc: subprocess.Popen | None = None) -> None:
+        """Start the wall clock now (once): at ``wall_seconds`` the whole run is killed."""
+        with self._lock:
+            if proc is not None:
+                self.proc = proc
+            if self._timer is not None or self._done or not self.wall_seconds:
+                return
+            self._timer = threading.Timer(self.wall_seconds, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _expire(self) -> None:
+        self.timed_out = True
+        self.kill()
+
+    def kill(self) -> None:
+        """Kill every process of the run now (the cgroup; without one, the process group)."""
+        if self.group is not None:
+            self.group.kill(wait=5.0)
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    self.proc.kill()
+                except ProcessLookupError:
+                    pass
+
+    def usage(self) -> cgroup.Usage | None:
+        """CPU seconds, memory now and at its peak, OOM kills, refused forks (None: no cgroup)."""
+        return self.group.usage() if self.group is not None else self.final_usage
 
     def cleanup(self) -> None:
+        """End the run: stop the clock, kill all its processes, remove its cgroup and scratch."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            timer = self._timer
+        if timer is not None:
+            timer.cancel()
+        if self.group is not None:
+            self.final_usage = self.group.close()
+            self.group = None
+        self.kill()
         if self.host_scratch:
             shutil.rmtree(self.host_scratch, ignore_errors=True)
         _give_uid(self.uid)
 
 
-_warned = False
-
-
 def launch(kit: Path, python: str, args: list, *, mode: str = "auto", cpu_seconds: int = 600,
-           scratch_base: Path | None = None) -> Launch:
-    """How to run ``python kit/runner.py *args`` confined; ``kit`` holds runner.py."""
-    global _warned
+           scratch_base: Path | None = None, wall_seconds: float | None = None,
+           cpu_cores: float = RUN_CPU_CORES, memory_bytes: int = RUN_MEMORY_BYTES,
+           max_processes: int = MAX_PROCESSES, overlays=()) -> Launch:
+    """How to run ``python kit/runner.py *args`` confined; ``kit`` holds runner.py.
+
+    ``mode``: "auto" (bubblewrap and a cgroup when usable, else said plainly once), "require"
+    (an error without both), "off" (no bubblewrap; the cgroup still applies when possible).
+    ``cpu_seconds``: CPU time per process (prlimit). ``wall_seconds``: the whole run's wall
+    limit, counted from ``start_clock()``/``popen()``; None: the caller keeps time.
+    ``cpu_cores``, ``memory_bytes``, ``max_processes``: the run's share, all its processes
+    together (the cgroup); ``memory_bytes`` counts the private tmpfs folders too, so it must
+    be at least twice their size (``TMPFS_BYTES``).
+    ``overlays``: (host folder, path) pairs bound read-only over what the sandbox shows at
+    that path (the grader shows the answers' process a copy of ``lreact`` without reference
+    code at the real package's path; without bubblewrap they do nothing).
+    The run's cgroup exists from this call on: call ``cleanup()`` on every path.
+    """
     if mode not in ("auto", "require", "off"):
         raise ValueError(f"sandbox mode must be auto, require or off, not {mode!r}")
-    if mode != "off" and bwrap_works():
-        uid = _take_uid() if os.geteuid() == 0 else None
-        runner = INSIDE / "kit" / "runner.py"
-        cmd = _bwrap(kit, uid) + _limits(cpu_seconds) + _drop(uid) + [python, str(runner), *args]
-        return Launch(cmd, INSIDE / "run", runner, uid=uid)
-    if mode == "require" or (mode == "auto" and required()):
-        raise SandboxUnavailable("bubblewrap (bwrap) is not usable here and a sandbox is "
-                                 "required (LREACT_REQUIRE_SANDBOX=1)")
-    note = describe(mode)
-    if not _warned:
-        _warned = True
-        print("WARNING: " + note, file=sys.stderr)
-    base = Path(scratch_base or tempfile.gettempdir())
-    base.mkdir(parents=True, exist_ok=True)
-    host = Path(tempfile.mkdtemp(prefix="run-", dir=base))
-    runner = kit / "runner.py"
-    return Launch(_limits(cpu_seconds) + [python, str(runner), *args], host / "run", runner,
-                  [note], host_scratch=host)
+    if memory_bytes < 2 * TMPFS_BYTES:
+        raise ValueError(f"memory_bytes={memory_bytes} leaves no room: the run's tmpfs folders "
+                         f"alone may hold {TMPFS_BYTES} bytes and count toward it; give at "
+                         f"least {2 * TMPFS_BYTES}")
+    limits = cgroup.Limits(cpu_cores, memory_bytes, max_processes)
+    strict = mode == "require" or (mode == "auto" and required())
+    sandboxed = mode != "off" and bwrap_works()
+    backend = cgroup.backend()
+    missing = []
+    if mode != "off" and not sandboxed:
+        missing.append("bubblewrap (bwrap) is not usable here: "
+                       + (bwrap_problem() or "its probe failed"))
+    if not backend.usable:
+        missing.append("no per-run cgroup can be made here: " + backend.problem)
+    if strict and missing:
+        why = "mode='require'" if mode == "require" else "LREACT_REQUIRE_SANDBOX=1"
+        raise SandboxUnavailable("; ".join(missing) + f"; and a full sandbox is required ({why})")
+    group, notes, keys = None, [], []
+    if backend.usable:
+        try:
+            group = cgroup.RunGroup(backend, limits)
+        except cgroup.CgroupError as e:
+            if strict:
+                raise SandboxUnavailable(str(e)) from e
+            notes.append(_no_cgroup(str(e), sandboxed))
+            keys.append("cgroup")
+    else:
+        notes.append(_no_cgroup(backend.problem, sandboxed))
+        keys.append("cgroup")
+    try:
+        if sandboxed:
+            uid = _take_uid() if os.geteuid() == 0 else None
+            runner = INSIDE / "kit" / "runner.py"
+            cmd = (_bwrap(kit, uid, overlays) + _limits(cpu_seconds) + _drop(uid)
+                   + [python, str(runner), *args])
+            run = Launch(cmd, INSIDE / "run", runner, notes, uid=uid)
+        else:
+            notes.insert(0, ("sandbox: OFF (asked for). " if mode == "off" else "")
+                         + _not_sandboxed(mode))
+            keys.insert(0, f"bwrap-{mode}")
+            base = Path(scratch_base or tempfile.gettempdir())
+            base.mkdir(parents=True, exist_ok=True)
+            host = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+            runner = kit / "runner.py"
+            run = Launch(_limits(cpu_seconds) + [python, str(runner), *args],
+                         host / "run", runner, notes, host_scratch=host)
+    except BaseException:
+        if group is not None:
+            group.close()
+        raise
+    for key, note in zip(keys, notes):
+        _once.warn(key, note)
+    if group is not None:
+        run.cmd = group.wrap(run.cmd)
+    run.group, run.wall_seconds = group, wall_seconds
+    return run

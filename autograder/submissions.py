@@ -4,7 +4,11 @@ Accepted layouts inside SUBMISSIONS:
 - ``<student>/<assignment>/<notebook>.ipynb`` (nbgrader's ``submitted/`` layout);
 - ``<student>.zip`` or ``<student>_<anything>.zip`` holding the notebook(s) anywhere inside;
 - ``<student>_<anything>.ipynb`` directly in the folder (some LMS export files loose).
-A notebook belongs to the assignment whose id is in its file or folder name.
+A notebook belongs to the assignment whose id is in its file or folder name (with a single
+assignment, any notebook does). Nothing is dropped silently: a broken or unusable upload (a bad
+zip, a zip without a notebook of the assignment, a file that is neither a notebook nor a zip)
+is ONE submission of its student, with ``notebook=None`` and the ``problem``; its assignment is
+the one named in the file name, the only one there is, or '' when that cannot be told.
 Zip files are extracted safely: no absolute paths, no ``..``, no links, size caps.
 """
 from __future__ import annotations
@@ -44,6 +48,11 @@ def assignments(root: Path) -> dict:
 def _which(name: str, known) -> str | None:
     hits = [a for a in known if a in name]
     return max(hits, key=len) if hits else None
+
+
+def _guess(name: str, known) -> str:
+    """The assignment a file belongs to: named in it, the only one, or '' (cannot tell)."""
+    return _which(name, known) or (known[0] if len(known) == 1 else "")
 
 
 def _student_of(stem: str) -> str:
@@ -125,8 +134,8 @@ def discover(folder: Path, known, staging: Path) -> list[Submission]:
                     tmp.rename(dest)
                 nbs = sorted(p for p in dest.rglob("*.ipynb"))
             except (zipfile.BadZipFile, ValueError, OSError) as e:
-                for aid in known:
-                    add(Submission(student, aid, None, entry.name, f"bad zip file: {e}"))
+                add(Submission(student, _guess(entry.name, known), None, entry.name,
+                               f"bad zip file: {e}"))
                 continue
             matched = False
             for nb in nbs:
@@ -138,11 +147,18 @@ def discover(folder: Path, known, staging: Path) -> list[Submission]:
                 if len(nbs) == 1 and len(known) == 1:
                     add(Submission(student, known[0], nbs[0], entry.name))
                 else:
-                    for aid in known:
-                        add(Submission(student, aid, None, entry.name,
-                                       "no notebook named after the assignment in the zip"))
+                    add(Submission(student, _guess(entry.name, known), None, entry.name,
+                                   "no notebook named after an assignment in the zip "
+                                   f"({', '.join(known)})"))
         elif entry.suffix == ".ipynb":
-            aid = _which(entry.name, known) or (known[0] if len(known) == 1 else None)
+            aid = _guess(entry.name, known)
             if aid:
                 add(Submission(_student_of(entry.stem), aid, entry, entry.name))
+            else:
+                add(Submission(_student_of(entry.stem), "", None, entry.name,
+                               "no notebook: the file name names no assignment "
+                               f"({', '.join(known)})"))
+        elif entry.is_file():
+            add(Submission(_student_of(entry.stem), _guess(entry.name, known), None,
+                           entry.name, "not a notebook: upload a .ipynb file or a .zip"))
     return [subs[k] for k in sorted(subs)]

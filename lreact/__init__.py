@@ -4,7 +4,10 @@ One module per idea of the lecture:
 
 - ``messages``  Part IV, message types and their Ollama wire format
 - ``models``    the ``llm(messages, tools) -> AssistantMessage`` protocol: ScriptedLLM, OllamaLLM
-- ``setup``     ``check_setup()``: is Ollama running, is the model pulled, does it call tools
+- ``openai_compat``  OpenAICompatLLM: the same protocol on llama-server, vLLM, LM Studio
+- ``backends``  ``configured_llm()``: the backend chosen by LREACT_BACKEND / LREACT_BASE_URL
+- ``setup``     ``check_setup()``: is the server running, is the model there, does it call tools
+- ``mistral``   Part IV, the Mistral tool template ([AVAILABLE_TOOLS], [TOOL_CALLS]) as text
 - ``tools``     Part III, example tools (offline weather table, safe arithmetic) and their schemas
 - ``sampling``  Part I, reference softmax / temperature / top-k / top-p / sampling
 - ``chatml``    Part IV, the Qwen2.5 chat template as text
@@ -18,6 +21,7 @@ One module per idea of the lecture:
 from .messages import (
     AssistantMessage,
     Message,
+    RunResult,
     SystemMessage,
     ToolCall,
     ToolCallError,
@@ -26,19 +30,24 @@ from .messages import (
     message_from_wire,
     messages_to_wire,
 )
+from .backends import configured_backend, configured_llm, describe_backend
 from .models import (
     DEFAULT_MODEL,
+    ModelError,
     OllamaError,
     OllamaLLM,
     ScriptedLLM,
     ScriptExhaustedError,
     default_model,
 )
+from .openai_compat import EngineError, OpenAICompatLLM
 from .setup import check_setup
 
 __all__ = [
-    "AssistantMessage", "Message", "SystemMessage", "ToolCall", "ToolCallError",
+    "AssistantMessage", "Message", "RunResult", "SystemMessage", "ToolCall", "ToolCallError",
     "ToolResultMessage", "UserMessage", "message_from_wire", "messages_to_wire",
     "DEFAULT_MODEL", "OllamaError", "OllamaLLM", "ScriptedLLM", "ScriptExhaustedError",
     "default_model", "check_setup",
+    "ModelError", "EngineError", "OpenAICompatLLM", "configured_llm", "configured_backend",
+    "describe_backend",
 ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 
 from .messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
+from .reference import reference_implementation
 
 TOOLS_PREAMBLE = (
     "# Tools\n\n"
@@ -48,6 +49,7 @@ def _arguments_text(arguments: str) -> str:
         return arguments  # a malformed call is shown as the model wrote it
 
 
+@reference_implementation
 def render_chatml(messages, tools=None) -> str:
     """The ChatML text of ``messages`` (and ``tools``) as the model reads it."""
     messages = list(messages)

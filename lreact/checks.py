@@ -1,6 +1,6 @@
 """Comparison helpers for graded tests (the exercises' and the lab's test cells use them).
 
-Rules that keep tests honest (see ``shared/notes/nbgrader.md``):
+Rules that keep tests honest (how a test cell is scored: ``autograder/README.md``):
 - compare plain numbers after converting them (``float``, ``int``, sorted lists of ``str``), never
   an answer object's own ``__eq__``;
 - a failing check raises AssertionError with a hint that names the lecture section to reread,

@@ -154,27 +154,23 @@ def assert_frequencies(counts, probs, *, name="the sampled frequencies", hint=""
 
 # --- reference implementations for the lab's tests and demo cells ------------------------------
 # The public functions of lreact.sampling, lreact.chatml and lreact.tools are the answers the lab
-# asks for, so the grader disables them while grading.  The tests (and the demo cells that show a
-# target) take their oracle from a private copy of the module file instead: a fresh module object
-# on every call, never in sys.modules, never cached where a submission could find it.
+# asks for: the lab's setup cell engages the rule of ``lreact.reference`` (calling them raises
+# ReferenceUnavailable), and at grading time the answers run with a copy of lreact that has no
+# bodies for them.  The tests (and demo cells) take their oracle from a private copy of the module
+# file instead: a fresh module object on every call, never in sys.modules, built with the rule
+# switched off for that copy only.
 
 def _student_code_on_stack(frame) -> bool:
     """In an IPython kernel: False iff ``frame`` is a cell's top-level code run by the shell,
-    with no code of the notebook's namespace above it (a test cell or a demo cell, not a
-    function a cell defined).  While grading, the cell must also be the one the grader's guard
-    cleared (tests and demo cells, never answer cells).  Outside IPython: False."""
-    import sys
-
-    guard = getattr(sys, "_lreact_guard", None)   # set by autograder/runner.py while grading
+    with no code of the notebook's namespace above it (a test or demo cell, not a function a
+    cell defined).  Outside IPython: False."""
     try:
         from IPython import get_ipython
     except ImportError:
-        return guard is not None
+        return False
     shell = get_ipython()
     if shell is None:
-        return guard is not None
-    if guard is not None and getattr(guard, "armed", None) != shell.execution_count:
-        return True
+        return False
     ns = shell.user_ns
     if frame.f_code.co_name != "<module>" or frame.f_globals is not ns:
         return True
@@ -188,11 +184,15 @@ def _student_code_on_stack(frame) -> bool:
 
 def reference(module: str, name: str):
     """``name`` from a private copy of ``lreact.<module>`` (e.g. ``reference("chatml",
-    "render_chatml")``): the same code as the public one, but a distinct object that a student's
-    ``from lreact.chatml import render_chatml`` does not reach.  Only a cell's top-level code may
-    ask (the lab's test and demo cells); a function defined in the notebook may not."""
+    "render_chatml")``): the same code as the public one, unlocked, and a distinct object that a
+    student's ``from lreact.chatml import render_chatml`` does not reach.  Only a cell's top-level
+    code may ask (the lab's test and demo cells); a function defined in the notebook may not.
+    Where the answers are graded, the copy of lreact has no reference code, so there this
+    returns functions that raise ``ReferenceUnavailable``."""
     import os
     import sys
+
+    from .reference import RULE
 
     if _student_code_on_stack(sys._getframe(1)):
         raise RuntimeError("lreact.labchecks.reference serves the lab's test and demo cells only: "
@@ -205,5 +205,6 @@ def reference(module: str, name: str):
     copy = type(sys)(f"{__package__}._reference_{module}")
     # relative imports (.messages) resolve to the shared public modules
     copy.__dict__.update(__file__=path, __package__=__package__, __spec__=None)
-    exec(code, copy.__dict__)
+    with RULE.build():
+        exec(code, copy.__dict__)
     return getattr(copy, name)

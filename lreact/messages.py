@@ -11,7 +11,8 @@ because each carries different fields:
 - ``ToolResultMessage(tool_call_id, content)``: the result of one call, paired by id.
 
 ``messages_to_wire`` / ``message_from_wire`` convert to and from the JSON that Ollama's
-``/api/chat`` speaks (see ``shared/notes/ollama-and-qwen.md``).
+``/api/chat`` speaks (lecture Part IV, "Message Types"; the recorded exchanges in
+``tests/fixtures/ollama/`` show that JSON).
 """
 from __future__ import annotations
 
@@ -92,6 +93,36 @@ class ToolResultMessage:
     def __post_init__(self):
         _require_str(self.tool_call_id, "ToolResultMessage.tool_call_id")
         _require_str(self.content, "ToolResultMessage.content")
+
+
+RUN_STATUSES = ("answered", "step_budget", "format_errors", "repetition")
+
+
+@dataclass
+class RunResult:
+    """How a run of the hardened loop ended (second lab, Part C; lecture Part II, "The Execution
+    Loop", and "In-Context Learning vs. Post-Training for ReAct": a validator, a repetition
+    check, a step cap).
+
+    ``answer`` is the model's final text when ``status == "answered"`` and ``None`` otherwise, so
+    a run that was stopped can never be mistaken for a model that *says* "stopped".  ``status`` is
+    one of ``RUN_STATUSES``; ``steps`` is the number of model calls the run made.
+    """
+    answer: Union[str, None]
+    status: str
+    steps: int
+
+    def __post_init__(self):
+        if self.status not in RUN_STATUSES:
+            raise ValueError(f"RunResult.status must be one of {RUN_STATUSES}, got {self.status!r}")
+        if self.answer is not None:
+            _require_str(self.answer, "RunResult.answer")
+        if self.status == "answered" and self.answer is None:
+            raise ValueError("an answered run needs its answer text")
+        if self.status != "answered" and self.answer is not None:
+            raise ValueError(f"a run that ended with {self.status!r} has no answer: use None")
+        if type(self.steps) is not int or self.steps < 0:
+            raise TypeError(f"RunResult.steps must be a whole number >= 0, got {self.steps!r}")
 
 
 Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolResultMessage]

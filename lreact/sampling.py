@@ -1,11 +1,12 @@
 """Reference token sampling (Part I, "Token Sampling").
 
 These are the lecture's formulas in numpy.  The widgets use them; the lab asks the student to
-write the same functions with the same contract (see ``shared/course-design.md``).
+write the same functions with the same contract (``lab/lecture-ReAct-lab.ipynb``, Part A).
 """
 from __future__ import annotations
 
 import numpy as np
+from .reference import reference_implementation
 
 
 def _as_1d(z, what="logits") -> np.ndarray:
@@ -17,6 +18,7 @@ def _as_1d(z, what="logits") -> np.ndarray:
     return a
 
 
+@reference_implementation
 def softmax(z) -> np.ndarray:
     """softmax(z)_i = exp(z_i) / sum_j exp(z_j) (lecture: "From Logits to a Token").
 
@@ -36,6 +38,7 @@ def softmax(z) -> np.ndarray:
     return e / e.sum()
 
 
+@reference_implementation
 def temperature_softmax(z, T: float) -> np.ndarray:
     """softmax(z / T) (lecture: "Temperature Scaling").
 
@@ -58,6 +61,7 @@ def temperature_softmax(z, T: float) -> np.ndarray:
     return softmax(shifted)
 
 
+@reference_implementation
 def top_k_filter(probs, k: int) -> np.ndarray:
     """Keep the k most probable tokens, zero the rest, renormalise (lecture: "Truncated Sampling").
 
@@ -77,6 +81,7 @@ def top_k_filter(probs, k: int) -> np.ndarray:
     return out / out.sum()
 
 
+@reference_implementation
 def top_p_filter(probs, p: float) -> np.ndarray:
     """Keep the nucleus: the smallest set, in descending probability, whose cumulative
     probability is >= p (the token that crosses p is kept), then renormalise
@@ -97,6 +102,7 @@ def top_p_filter(probs, p: float) -> np.ndarray:
     return out / out.sum()
 
 
+@reference_implementation
 def sample_token(logits, *, temperature: float = 1.0, top_k=None, top_p=None,
                  rng: np.random.Generator) -> int:
     """One sampling step: temperature, softmax, top-k, top-p, then one categorical draw

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from .reference import reference_implementation
 
 # A fixed weather table: the lab's agent must give the same answers on every machine.
 WEATHER = {
@@ -67,6 +68,7 @@ class UnknownCityError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+@reference_implementation
 def get_weather(city: str, unit: str = "celsius") -> str:
     """The weather in ``city`` from the offline table, e.g. ``'12°C, rainy'``."""
     key = {name.lower(): name for name in WEATHER}.get(str(city).strip().lower())
@@ -98,6 +100,7 @@ def _check_size(value):
     return value
 
 
+@reference_implementation
 def _evaluate(node):
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
@@ -122,6 +125,7 @@ def _evaluate(node):
                      "parentheses)")
 
 
+@reference_implementation
 def calculate(expression: str) -> str:
     """Evaluate arithmetic safely: the expression is parsed with ``ast`` and only numbers and
     arithmetic operators are evaluated (never ``eval``).  ``'(17 + 25) * 3'`` gives ``'126'``."""

@@ -52,7 +52,10 @@ def test_released_version_has_no_solutions_hidden_tests_or_outputs(course):
     for banned in ("HIDDEN-LINE", "BEGIN HIDDEN", "return 2 * x", "SOLUTION-PROSE",
                    "BEGIN SOLUTION"):
         assert banned not in text
-    assert "raise NotImplementedError()" in text and "YOUR ANSWER HERE" in text
+    assert "YOUR ANSWER HERE" in text and "raise NotImplementedError()" not in text
+    # every stub names what to write: the function around it, or the one it must define
+    assert "raise NotImplementedError('double: write this function (see the task above)')" in text
+    assert "raise NotImplementedError('halve: write this function (see the task above)')" in text
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [] and cell["execution_count"] is None
@@ -65,3 +68,20 @@ def test_in_ci_a_missing_source_notebook_is_a_failure(course, monkeypatch):
     lines = []
     assert release(check=True, root=course, out=lines.append) == 1
     assert any("missing source notebooks in CI" in line for line in lines)
+
+
+def test_stub_source_names_the_function_or_the_variables():
+    from autograder.engine import stub
+    from autograder.release import stub_message, stub_source
+
+    lab = {"cell_type": "code", "metadata": {"nbgrader": {"solution": True, "grade_id": "f"}},
+           "source": "def softmax(z):\n    \"\"\"doc\"\"\"\n    ### BEGIN SOLUTION\n    return z\n"
+                     "    ### END SOLUTION"}
+    out = stub_source(lab)
+    assert "return z" not in out and out.startswith('def softmax(z):\n    """doc"""\n')
+    assert "raise NotImplementedError('softmax: write this function (see the task above)')" in out
+    import nbformat
+    assert stub(nbformat.from_dict(lab)).source == out  # the grader's stub for a missing answer is the released one
+    exercise = "# p = [...]\n### BEGIN SOLUTION\np_cold = [0.8]\np_hot, ratio = [0.5], 2.0\n### END SOLUTION"
+    assert stub_message(exercise) == "set p_cold, p_hot, ratio (see the exercise above)"
+    assert stub_message("no markers at all") == "write your answer here (see the task above)"

@@ -44,8 +44,22 @@ def grading_cells(nb, gid):
                  or meta(c)["grade_id"].startswith(f"test_{gid}__"))]
 
 
+class _Wrong:
+    """A catalogue entry (autograder/catalogue.py) seen like a file: its name and full cell."""
+
+    def __init__(self, entry):
+        self.stem, self.name, self._source = entry.path.stem, entry.path.name, entry.source
+
+    def read_text(self):
+        return self._source
+
+    def __str__(self):
+        return self.name
+
+
 def catalogue():
-    return sorted(WRONG.glob("*.py"))
+    from autograder import catalogue as wrong_answers
+    return [_Wrong(e) for e in wrong_answers.entries(ASSIGNMENT)]
 
 
 # --- structure ----------------------------------------------------------------------------
@@ -270,7 +284,7 @@ def test_shadowing_builtins_in_an_answer_cell_gains_nothing(fake, first_wrong_an
 def test_patching_jsonschema_does_not_earn_the_schema_points():
     """A wrong schema plus a patched validator that accepts everything earns nothing."""
     from autograder.engine import load, replace_cell
-    wrong = (WRONG / "ex13_tool_schema__amount_integer.py").read_text()
+    wrong = next(f.read_text() for f in catalogue() if f.stem == "ex13_tool_schema__amount_integer")
     patch = ("\nimport jsonschema.validators as _v\n"
              "for _cls in (_v.Draft202012Validator, _v.Draft7Validator, _v.Draft4Validator):\n"
              "    _cls.is_valid = lambda self, instance, _schema=None: True\n")

@@ -207,30 +207,37 @@ def test_run_agent_solution_on_the_berlin_trace(solution):
 
 # --- the catalogue of wrong answers --------------------------------------------------------
 
-def _wrong_files():
-    return sorted(WRONG.glob("*.py"))
+def _wrong_entries():
+    from autograder import catalogue
+    return catalogue.entries(ASSIGNMENT)
 
 
 def test_catalogue_covers_every_function():
-    files = _wrong_files()
-    assert len(files) >= 27
-    covered = {f.stem.split("__")[0] for f in files}
+    entries = _wrong_entries()
+    assert len(entries) >= 27
+    covered = {e.grade_id for e in entries}
     assert covered == set(CONTRACT["A"] + CONTRACT["B"])
-    assert all(sum(f.stem.startswith(g + "__") for f in files) >= 3 for g in covered)
+    assert all(sum(e.grade_id == g for e in entries) >= 3 for g in covered)
 
 
-@pytest.mark.parametrize("path", _wrong_files(), ids=lambda p: p.stem)
-def test_wrong_answer_is_well_formed(path):
-    gid, _, slug = path.stem.partition("__")
-    assert slug and re.match(r"^[a-z0-9_]+$", slug)
-    source = path.read_text(encoding="utf-8")
-    first = source.splitlines()[0]
-    assert first.startswith("# WRONG: ") and len(first) > len("# WRONG: ") + 10
-    tree = ast.parse(source)
-    assert any(isinstance(n, ast.FunctionDef) and n.name == gid for n in tree.body)
-    assert "### BEGIN SOLUTION" not in source
-    solution_source = _answers(_nb())[gid].source
-    assert source.split("\n", 1)[1].strip() != solution_source.strip()
+@pytest.mark.parametrize("entry", _wrong_entries(), ids=lambda e: e.path.stem)
+def test_wrong_answer_is_well_formed_and_runs(entry, solution):
+    """Each wrong answer defines its function, differs from the solution and RUNS as a cell
+    after the setup cell: an entry that fails by itself (a stale name, a syntax slip) would be
+    'caught' for the wrong reason."""
+    assert re.match(r"^[a-z0-9_]+$", entry.slug)
+    assert len(entry.mistake) > 10
+    tree = ast.parse(entry.source)
+    assert any(isinstance(n, ast.FunctionDef) and n.name == entry.grade_id for n in tree.body)
+    assert "### BEGIN SOLUTION" not in entry.source
+    solution_source = _answers(_nb())[entry.grade_id].source
+    assert entry.source.split("\n", 1)[1].strip() != solution_source.strip()
+    ns = dict(solution)
+    ns.pop(entry.grade_id)
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(entry.source, str(entry.path), "exec"), ns)
+    assert callable(ns.get(entry.grade_id)), f"{entry.path.name} does not define {entry.grade_id}"
+    assert ns[entry.grade_id] is not solution[entry.grade_id]
 
 
 def test_tests_and_demo_cells_take_references_from_private_copies():
@@ -251,10 +258,9 @@ def test_tests_and_demo_cells_take_references_from_private_copies():
 
 def test_catalogue_borrows_every_reference():
     """Each public reference function has a catalogued wrong answer that borrows it."""
-    borrowing = {p.stem.split("__")[0] for p in _wrong_files()
+    borrowing = {e.grade_id for e in _wrong_entries()
                  if re.search(r"lreact\.(sampling|chatml|tools)|from lreact import tools|"
-                              r"labchecks import reference",
-                              p.read_text(encoding="utf-8"))}
+                              r"labchecks import reference", e.source)}
     assert {"softmax", "temperature_softmax", "top_k_filter", "top_p_filter", "sample_token",
             "render_chatml", "get_weather", "calculate"} <= borrowing
 

@@ -223,12 +223,14 @@ def test_connection_refused_says_start_ollama_serve(router):
 def test_timeout_is_a_clear_error_and_the_client_has_a_timeout(router):
     replay(router, "chat_timeout")
     llm = make_llm(timeout=7.5)
-    timeout = llm.client._client.timeout
+    timeout = llm.http.timeout
     assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (7.5, 7.5, 7.5, 7.5)
     with pytest.raises(OllamaError) as e:
         llm([SYSTEM, BERLIN], TOOLS)
     text = str(e.value)
     assert "7.5 s" in text and "timeout" in text and "smaller model" in text
+    # the server accepted the request: telling the student to start it would mislead
+    assert "accepted" in text and "ollama serve" not in text
 
 
 @pytest.mark.parametrize("timeout", [None, 0, -1])
@@ -275,3 +277,103 @@ def test_bad_histories_are_refused_before_any_request(router):
     with pytest.raises(TypeError):
         llm([BERLIN], TOOLS[0])
     assert route.call_count == 0
+
+
+# -- the faults a run against a real small model showed ---------------------------------------
+
+def test_no_private_client_api_is_needed(router, monkeypatch):
+    """OllamaLLM speaks the documented REST API itself: it works without the ollama package."""
+    import sys
+    monkeypatch.setitem(sys.modules, "ollama", None)   # `import ollama` would now fail
+    replay(router, "chat_tool_call_with_id")
+    assert make_llm()([SYSTEM, BERLIN], TOOLS).tool_calls[0].id == "call_ab12cd34"
+
+
+def test_http_500_says_the_runner_crashed(router):
+    fx, route = replay(router, "chat_runner_crashed")
+    with pytest.raises(OllamaError) as e:
+        make_llm("qwen2.5:0.5b")([SYSTEM, BERLIN], TOOLS)
+    assert sent_json(route) == fx["request"]["json"]
+    text = str(e.value)
+    assert "HTTP 500" in text and "crashed" in text and "Restart" in text
+    assert "smaller model" in text and "LREACT_MODEL=qwen2.5:1.5b" in text
+    assert "llama runner process has terminated" in text   # the server's words are kept
+
+
+def test_http_200_without_message_is_an_error_not_an_empty_answer(router):
+    replay(router, "chat_done_without_message")
+    with pytest.raises(OllamaError) as e:
+        make_llm()([SYSTEM, BERLIN], TOOLS)
+    text = str(e.value)
+    assert "without a `message`" in text and "not an empty answer" in text
+
+
+@pytest.mark.parametrize("body", [{"message": None, "done": True}, {"message": "hi"}, []])
+def test_other_answers_without_a_message_object(router, body):
+    router.post(HOST + "/api/chat").mock(return_value=httpx.Response(200, json=body))
+    with pytest.raises(OllamaError, match="message|like Ollama"):
+        make_llm()([BERLIN], TOOLS)
+
+
+def test_a_dropped_connection_on_a_long_input_names_the_context_window(router):
+    replay(router, "chat_connection_dropped")
+    long_history = [SYSTEM, UserMessage("Summarise this: " + "lorem ipsum dolor " * 1200)]
+    with pytest.raises(OllamaError) as e:
+        make_llm()(long_history, TOOLS)
+    text = str(e.value)
+    assert "dropped the connection" in text and "context window" in text and "num_ctx" in text
+    size = sum(len(m.content) for m in long_history)
+    assert f"about {size // 4} tokens ({size} characters)" in text and size // 4 > 4096
+
+
+def test_a_refused_connect_and_an_unreachable_host_differ(router):
+    router.post(HOST + "/api/chat").mock(side_effect=httpx.ConnectTimeout("no route"))
+    with pytest.raises(OllamaError) as e:
+        make_llm(timeout=3)([BERLIN], TOOLS)
+    assert "accepted a connection within 3 s" in str(e.value) and "OLLAMA_HOST" in str(e.value)
+
+
+def test_something_else_on_the_port(router):
+    router.post(HOST + "/api/chat").mock(return_value=httpx.Response(200, text="<html>hi</html>"))
+    with pytest.raises(OllamaError, match="did not answer like Ollama"):
+        make_llm()([BERLIN], TOOLS)
+
+
+@pytest.mark.parametrize("host, expected", [
+    (None, "http://127.0.0.1:11434"), ("127.0.0.1:11500", "http://127.0.0.1:11500"),
+    ("http://gpu-box:11434/", "http://gpu-box:11434"), ("gpu-box", "http://gpu-box:11434"),
+    (":11435", "http://127.0.0.1:11435")])
+def test_host_forms(monkeypatch, host, expected):
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    assert OllamaLLM("qwen2.5:7b", host=host).host == expected
+
+
+def test_host_from_ollama_host(monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "0.0.0.0:11999")
+    assert OllamaLLM("qwen2.5:7b").host == "http://0.0.0.0:11999"
+
+
+def test_structured_output_sends_the_schema_as_format(router):
+    fx, route = replay(router, "chat_structured_output")
+    schema = fx["request"]["json"]["format"]
+    text = make_llm().chat_text([SYSTEM, BERLIN], json_schema=schema)
+    assert sent_json(route) == fx["request"]["json"]
+    assert "tools" not in sent_json(route)
+    assert json.loads(text) == {"name": "get_weather", "arguments": {"city": "Berlin"}}
+
+
+def test_raw_completion_uses_generate_with_raw_and_stop(router):
+    fx, route = replay(router, "generate_raw_with_stop")
+    llm = make_llm()
+    text = llm.complete(fx["request"]["json"]["prompt"], stop=["\nObservation:"], max_tokens=64)
+    body = sent_json(route)
+    assert body == fx["request"]["json"]
+    assert body["raw"] is True and body["stream"] is False
+    assert body["options"]["stop"] == ["\nObservation:"] and body["options"]["num_predict"] == 64
+    assert text == fx["response"]["json"]["response"]
+
+
+def test_raw_completion_without_response_is_an_error(router):
+    router.post(HOST + "/api/generate").mock(return_value=httpx.Response(200, json={"done": True}))
+    with pytest.raises(OllamaError, match="without a `response`"):
+        make_llm().complete("Thought:")

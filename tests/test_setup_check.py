@@ -35,8 +35,12 @@ def test_server_down_for_real_never_raises():
 
 def test_server_times_out(router):
     router.get(HOST + "/api/tags").mock(side_effect=httpx.ReadTimeout("slow"))
-    report = check_setup("qwen2.5:7b", host=HOST)
-    assert not report.server and "ollama serve" in str(report)
+    report = check_setup("qwen2.5:7b", host=HOST, timeout=3)
+    text = str(report)
+    assert not report.server
+    # it is running (it took the connection) but stuck: say so, with the timeout
+    assert "accepted the connection but did not answer within 3 s" in text
+    assert "Start one" not in text
 
 
 @pytest.mark.parametrize("response", [
@@ -49,6 +53,26 @@ def test_something_else_on_the_port_never_raises(router, response):
     report = check_setup("qwen2.5:7b", host=HOST)
     assert not report.ok and not report.server
     assert "did not answer like Ollama" in str(report)
+    assert_plain_words(report)
+
+
+def assert_plain_words(report):
+    """No library dump in a setup report: no pydantic validation text, no traceback."""
+    text = str(report)
+    for word in ("Traceback", "pydantic", "validation error", "ValidationError", "errors.pydantic",
+                 "input_value", "File \""):
+        assert word not in text, text
+
+
+@pytest.mark.parametrize("body", [{"models": [{"size": "big"}]}, {"models": "none"},
+                                  {"models": [None, 3, {"model": "qwen2.5:7b"}]}])
+def test_odd_model_lists_are_read_without_a_library_dump(router, body):
+    router.get(HOST + "/api/tags").mock(return_value=httpx.Response(200, json=body))
+    router.post(HOST + "/api/show").mock(return_value=httpx.Response(
+        200, json={"capabilities": ["completion", "tools"]}))
+    report = check_setup("qwen2.5:7b", host=HOST)
+    assert_plain_words(report)
+    assert report.ok == (body["models"] == [None, 3, {"model": "qwen2.5:7b"}])
 
 
 def test_model_missing(router):
@@ -131,3 +155,128 @@ def test_quiet_by_default(router, capsys):
     replay(router, "tags_connection_refused")
     check_setup("qwen2.5:7b", host=HOST)
     assert capsys.readouterr() == ("", "")
+
+
+def test_show_answering_an_error_is_reported(router):
+    replay(router, "tags_with_qwen")
+    router.post(HOST + "/api/show").mock(return_value=httpx.Response(500, json={"error": "x"}))
+    report = check_setup("qwen2.5:7b", host=HOST)
+    assert not report.ok and "HTTP 500" in str(report)
+    assert_plain_words(report)
+
+
+def test_a_server_that_never_answers_for_real_is_reported_with_the_timeout():
+    """A real socket that accepts connections and never answers: the check ends after its
+    timeout and says so (and does not tell the student to start a server that is running)."""
+    import socket
+    import time
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+    try:
+        start = time.monotonic()
+        report = check_setup("qwen2.5:7b", host=f"http://127.0.0.1:{port}", timeout=0.5)
+        elapsed = time.monotonic() - start
+    finally:
+        server.close()
+    assert not report.server and elapsed < 10
+    assert "did not answer within 0.5 s" in str(report) and "Start one" not in str(report)
+
+
+# -- the backend switch ---------------------------------------------------------------------------
+
+BASE = "http://127.0.0.1:8080/v1"
+
+
+def models_list(*ids, owned_by="llamacpp"):
+    return {"object": "list", "data": [{"id": i, "object": "model", "created": 1764576000,
+                                        "owned_by": owned_by} for i in ids]}
+
+
+@pytest.fixture
+def openai_env(monkeypatch):
+    monkeypatch.setenv("LREACT_BACKEND", "openai")
+    monkeypatch.delenv("LREACT_BASE_URL", raising=False)
+    monkeypatch.delenv("LREACT_MODEL", raising=False)
+    monkeypatch.delenv("LREACT_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def test_openai_backend_all_good_on_llama_server(router, openai_env):
+    listed = router.get(BASE + "/models").mock(return_value=httpx.Response(
+        200, json=models_list("qwen2.5-1.5b-instruct-q4_k_m.gguf")))
+    probe = router.post(BASE + "/chat/completions").mock(return_value=httpx.Response(200, json={
+        "choices": [{"index": 0, "finish_reason": "length",
+                     "message": {"role": "assistant", "content": "Hello"}}]}))
+    report = check_setup()
+    assert report.backend == "openai" and report.host == BASE
+    assert report.ok and listed.call_count == 1 and probe.call_count == 1
+    assert report.model == "qwen2.5-1.5b-instruct-q4_k_m.gguf"  # the engine's first model
+    sent = json.loads(probe.calls[0].request.content)
+    assert sent["max_tokens"] == 1 and sent["tools"][0]["function"]["name"] == "get_weather"
+    assert sent["model"] == "qwen2.5-1.5b-instruct-q4_k_m.gguf"
+    assert all(line.startswith("✓") for line in report.lines)
+
+
+def test_openai_backend_refused(router, openai_env):
+    router.get(BASE + "/models").mock(side_effect=httpx.ConnectError("refused"))
+    report = check_setup()
+    text = str(report)
+    assert not report.server and "llama-server" in text and "--jinja" in text
+    assert "vllm serve" in text and "LREACT_BASE_URL" in text
+
+
+def test_openai_backend_without_jinja(router, openai_env, monkeypatch):
+    monkeypatch.setenv("LREACT_BASE_URL", "http://gpu-box:9931/v1/")
+    router.get("http://gpu-box:9931/v1/models").mock(return_value=httpx.Response(
+        200, json=models_list("model.gguf")))
+    router.post("http://gpu-box:9931/v1/chat/completions").mock(return_value=httpx.Response(
+        500, json={"error": {"code": 500, "message": "tools param requires --jinja flag",
+                             "type": "server_error"}}))
+    report = check_setup()
+    assert report.host == "http://gpu-box:9931/v1"
+    assert report.server and report.model_pulled and not report.tools_supported
+    assert "restart it with `--jinja`" in str(report)
+
+
+def test_openai_backend_vllm_without_the_tool_parser(router, openai_env, monkeypatch):
+    monkeypatch.setenv("LREACT_MODEL", "Qwen/Qwen2.5-1.5B-Instruct")
+    router.get(BASE + "/models").mock(return_value=httpx.Response(
+        200, json=models_list("Qwen/Qwen2.5-1.5B-Instruct", owned_by="vllm")))
+    router.post(BASE + "/chat/completions").mock(return_value=httpx.Response(400, json={
+        "error": {"message": "\"auto\" tool choice requires --enable-auto-tool-choice and "
+                  "--tool-call-parser to be set", "type": "BadRequestError", "param": None,
+                  "code": 400}}))
+    report = check_setup()
+    assert not report.ok and "--enable-auto-tool-choice --tool-call-parser hermes" in str(report)
+
+
+def test_openai_backend_wrong_model_name_on_vllm(router, openai_env, monkeypatch):
+    monkeypatch.setenv("LREACT_MODEL", "qwen2.5:7b")
+    router.get(BASE + "/models").mock(return_value=httpx.Response(
+        200, json=models_list("Qwen/Qwen2.5-7B-Instruct", owned_by="vllm")))
+    report = check_setup()
+    assert report.server and not report.model_pulled
+    assert "Qwen/Qwen2.5-7B-Instruct" in str(report) and "LREACT_MODEL" in str(report)
+
+
+def test_openai_backend_timeout_and_not_openai(router, openai_env):
+    router.get(BASE + "/models").mock(side_effect=httpx.ReadTimeout("slow"))
+    assert "did not answer within 2 s" in str(check_setup(timeout=2))
+    router.get(BASE + "/models").mock(return_value=httpx.Response(200, text="<html/>"))
+    report = check_setup()
+    assert "did not answer like an OpenAI-compatible engine" in str(report)
+    assert_plain_words(report)
+
+
+def test_backend_argument_overrides_the_environment(router, openai_env):
+    replay(router, "tags_connection_refused")
+    report = check_setup("qwen2.5:7b", host=HOST, backend="ollama")
+    assert report.backend == "ollama" and "ollama serve" in str(report)
+
+
+def test_unknown_backend_is_a_plain_sentence(monkeypatch):
+    monkeypatch.setenv("LREACT_BACKEND", "tgi")
+    report = check_setup()
+    assert not report and "LREACT_BACKEND='tgi'" in str(report) and "'openai'" in str(report)

@@ -1,0 +1,506 @@
+"""The narrow channel between the trusted process (tests) and the student process (answers).
+
+Two pipes, one message at a time, each a length-prefixed JSON document.  What crosses is plain
+data only, tagged so that nothing is ever executed or looked up by name while decoding:
+
+    None, bool, int, float (nan/inf too), str, list        as JSON
+    {"t": [...]} tuple   {"d": [[k, v], ...]} dict   {"s": [...]} set   {"b": base64} bytes
+    {"a": [dtype, shape, flat]} numpy array (bool/int/uint/float/str)   {"n": [dtype, x]} scalar
+    {"m": [record name, [[field, value], ...]]}  a dataclass record of ``lreact.messages``
+    {"e": [exception name, [args]]}              an allowed exception type and its arguments
+    {"T": [id, callable]} / {"S": [id, callable]} a handle to an object that stays on the
+                                                 trusted (T) or student (S) side
+
+A side that receives a handle to the other side's object gets a proxy: calling it, reading a
+public attribute, indexing, ``len``, iterating send a request and wait for the reply, while
+serving the other side's requests in between (calls nest: a test calls ``run_agent``, which
+calls the test's ``ScriptedLLM``).  The trusted side answers requests on its objects for public
+names only, never hands out modules, classes, frames or code, and never sets anything.
+
+Lecture connection: none; this is the grader's machinery (see ``autograder/README.md``).
+"""
+from __future__ import annotations
+
+import base64
+import builtins
+import dataclasses
+import json
+import os
+import select
+import struct
+import time
+import types
+
+MAX_MESSAGE = 64 * 1024 * 1024     # bytes; a larger message ends the channel
+MAX_DEPTH = 60                     # nesting of a value
+_HEADER = struct.Struct(">I")
+
+
+class ChannelError(BaseException):
+    """The other side is gone, too slow, or broke the protocol (not catchable by ``except
+    Exception`` in a test, so a test cannot mistake it for an answer's exception)."""
+
+
+class ChannelTimeout(ChannelError):
+    pass
+
+
+class NotPlainData(TypeError):
+    pass
+
+
+# --- framing -------------------------------------------------------------------------------
+
+class Pipe:
+    """One message at a time over a pair of file descriptors."""
+
+    def __init__(self, rfd: int, wfd: int):
+        self.rfd, self.wfd = rfd, wfd
+        self.closed = False
+        self.buffer = bytearray()
+
+    def send(self, obj) -> None:
+        if self.closed:
+            raise ChannelError("the channel is closed")
+        data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        if len(data) > MAX_MESSAGE:
+            raise NotPlainData(f"a value of {len(data)} bytes is too large to pass")
+        view = memoryview(_HEADER.pack(len(data)) + data)
+        try:
+            while view:
+                view = view[os.write(self.wfd, view):]
+        except OSError as e:
+            self.closed = True
+            raise ChannelError(f"the other process is gone ({e.strerror})") from None
+
+    def _read(self, n: int, deadline):
+        buf = self.buffer
+        while len(buf) < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.rfd], [], [], left)[0]:
+                    raise ChannelTimeout("time limit")
+            try:
+                chunk = os.read(self.rfd, max(n - len(buf), 1 << 16))
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.closed = True
+                raise ChannelError("the other process ended")
+            buf += chunk
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
+
+    def recv(self, deadline=None):
+        if self.closed:
+            raise ChannelError("the channel is closed")
+        (size,) = _HEADER.unpack(self._read(_HEADER.size, deadline))
+        if size > MAX_MESSAGE:
+            self.closed = True
+            raise ChannelError(f"a message of {size} bytes is over the limit")
+        try:
+            msg = json.loads(self._read(size, deadline).decode("utf-8"))
+        except (ValueError, RecursionError) as e:
+            self.closed = True
+            raise ChannelError(f"a malformed message ({type(e).__name__})") from None
+        if not isinstance(msg, dict):
+            self.closed = True
+            raise ChannelError("a malformed message")
+        return msg
+
+
+# --- plain data ------------------------------------------------------------------------------
+
+ARRAY_KINDS = "biufU"
+
+
+def _records():
+    from lreact import messages
+    found = {}
+    for name, obj in vars(messages).items():
+        if isinstance(obj, type) and dataclasses.is_dataclass(obj) \
+                and obj.__module__ == messages.__name__:
+            found[name] = obj
+    return found
+
+
+def _exceptions():
+    found = {n: c for n, c in vars(builtins).items()
+             if isinstance(c, type) and issubclass(c, Exception)}
+    import lreact.models
+    import lreact.reference
+    from lreact.messages import ToolCallError
+    found.update(ToolCallError=ToolCallError,
+                 ReferenceUnavailable=lreact.reference.ReferenceUnavailable,
+                 ScriptExhaustedError=lreact.models.ScriptExhaustedError)
+    return found
+
+
+class Codec:
+    """Plain values to tagged JSON and back, for one side (``"T"`` trusted or ``"S"``)."""
+
+    def __init__(self, side: str, link=None):
+        self.side, self.other = side, ("S" if side == "T" else "T")
+        self.link = link                   # the Link whose proxies decoded handles become
+        self.records = _records()
+        self.record_of = {cls: name for name, cls in self.records.items()}
+        self.exceptions = _exceptions()
+        self.exception_name = {cls: name for name, cls in self.exceptions.items()}
+        self.exported: dict = {}           # handle id -> object (kept alive)
+        self._ids: dict = {}               # id(object) -> handle id
+        self.export_any = side == "T"      # the trusted side hands out handles to anything
+
+    # handles
+    def export(self, obj) -> list:
+        hid = self._ids.get(id(obj))
+        if hid is None or self.exported.get(hid) is not obj:
+            hid = len(self.exported) + 1
+            self.exported[hid] = obj
+            self._ids[id(obj)] = hid
+        return [hid, callable(obj)]
+
+    def local(self, hid):
+        try:
+            return self.exported[int(hid)]
+        except (KeyError, TypeError, ValueError):
+            raise NotPlainData(f"no such object on this side: {hid!r}") from None
+
+    # encoding
+    def encode(self, x, depth: int = 0):
+        if depth > MAX_DEPTH:
+            raise NotPlainData("the value is nested too deeply")
+        t = type(x)
+        if x is None or t is bool or t is str:
+            return x
+        if t is int or t is float:
+            return x
+        if t is list:
+            return [self.encode(v, depth + 1) for v in x]
+        if t is tuple:
+            return {"t": [self.encode(v, depth + 1) for v in x]}
+        if t is dict:
+            return {"d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
+                          for k, v in x.items()]}
+        proxy = getattr(self.link, "proxy_type", None)
+        if proxy is not None and t is proxy and x._side == self.other:
+            return {x._side: [x._hid, x._callable]}
+        return self._encode_other(x, t, depth)
+
+    def _encode_other(self, x, t, depth):
+        import numpy as np
+        if isinstance(x, bool):
+            return bool(x)
+        if not isinstance(x, np.generic):
+            if isinstance(x, str):
+                return str.__str__(x)
+            if isinstance(x, int):
+                return int.__int__(x)
+            if isinstance(x, float):
+                return float.__float__(x)
+        if isinstance(x, np.ndarray):
+            if x.dtype.kind not in ARRAY_KINDS:
+                raise NotPlainData(f"a numpy array of dtype {x.dtype} is not plain data")
+            return {"a": [x.dtype.str, list(x.shape), x.ravel().tolist()]}
+        if isinstance(x, np.generic):
+            if x.dtype.kind not in ARRAY_KINDS:
+                raise NotPlainData(f"a numpy {x.dtype} is not plain data")
+            return {"n": [x.dtype.str, x.item()]}
+        for cls in t.__mro__:
+            name = self.record_of.get(cls)
+            if name:
+                return {"m": [name, [[f.name, self.encode(getattr(x, f.name), depth + 1)]
+                                     for f in dataclasses.fields(cls)]]}
+        if isinstance(x, BaseException):
+            return self.encode_exception(x)
+        if isinstance(x, (list, tuple)):
+            tag = None if isinstance(x, list) else "t"
+            items = [self.encode(v, depth + 1) for v in list.__iter__(x)] \
+                if isinstance(x, list) else [self.encode(v, depth + 1) for v in tuple.__iter__(x)]
+            return items if tag is None else {"t": items}
+        if isinstance(x, dict):
+            return {"d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
+                          for k, v in dict.items(x)]}
+        if isinstance(x, (set, frozenset)):
+            return {"s": [self.encode(v, depth + 1) for v in x]}
+        if isinstance(x, (bytes, bytearray)):
+            return {"b": base64.b64encode(bytes(x)).decode("ascii")}
+        if self.export_any or callable(x):
+            if isinstance(x, (types.ModuleType, type, types.FrameType, types.CodeType,
+                              types.TracebackType, types.CellType)) and self.side == "T":
+                raise NotPlainData(f"a {t.__name__} cannot be passed to an answer")
+            return {self.side: self.export(x)}
+        raise NotPlainData(f"a {t.__name__} object is not plain data (only numbers, strings, "
+                           "lists, tuples, dicts, numpy arrays and the message types of "
+                           "lreact.messages cross to the tests)")
+
+    def encode_exception(self, e: BaseException):
+        name = "RuntimeError"
+        for cls in type(e).__mro__:
+            if self.exception_name.get(cls):
+                name = self.exception_name[cls]
+                break
+        else:
+            e = RuntimeError(f"{type(e).__name__}: {e}")
+        args = []
+        for a in getattr(e, "args", ()):
+            try:
+                args.append(self.encode(a))
+            except NotPlainData:
+                args.append(str(a))
+        if not isinstance(e, Exception):
+            args = [f"{type(e).__name__} was raised"]
+        return {"e": [name, args]}
+
+    # decoding (the input may come from a hostile process: only plain values are built)
+    def decode(self, x, depth: int = 0):
+        if depth > MAX_DEPTH:
+            raise NotPlainData("the value is nested too deeply")
+        t = type(x)
+        if x is None or t in (bool, int, float, str):
+            return x
+        if t is list:
+            return [self.decode(v, depth + 1) for v in x]
+        if t is not dict or len(x) != 1:
+            raise NotPlainData("a malformed value")
+        (tag, body), = x.items()
+        if tag == "t":
+            return tuple(self.decode(v, depth + 1) for v in self._list(body))
+        if tag == "d":
+            out = {}
+            for pair in self._list(body):
+                k, v = self._list(pair, 2)
+                out[self.decode(k, depth + 1)] = self.decode(v, depth + 1)
+            return out
+        if tag == "s":
+            return {self.decode(v, depth + 1) for v in self._list(body)}
+        if tag == "b":
+            return base64.b64decode(str(body))
+        if tag == "a":
+            return self._array(body)
+        if tag == "n":
+            import numpy as np
+            dtype, value = self._list(body, 2)
+            dt = np.dtype(str(dtype))
+            if dt.kind not in ARRAY_KINDS or type(value) not in (bool, int, float, str):
+                raise NotPlainData("a malformed numpy scalar")
+            return dt.type(value)
+        if tag == "m":
+            name, fields = self._list(body, 2)
+            cls = self.records.get(name) if isinstance(name, str) else None
+            if cls is None:
+                raise NotPlainData(f"not a message type: {name!r}")
+            allowed = {f.name for f in dataclasses.fields(cls) if f.init}
+            kwargs = {}
+            for pair in self._list(fields):
+                k, v = self._list(pair, 2)
+                if k in allowed:
+                    kwargs[k] = self.decode(v, depth + 1)
+            try:
+                return cls(**kwargs)
+            except Exception as e:  # noqa: BLE001 - a record the class refuses
+                raise NotPlainData(f"a {name} that cannot be built: {e}") from None
+        if tag == "e":
+            return self.decode_exception(x)
+        if tag == self.side:
+            return self.local(self._list(body, 2)[0])
+        if tag == self.other:
+            hid, is_callable = self._list(body, 2)
+            return self.link.proxy(self.other, int(hid), bool(is_callable))
+        raise NotPlainData(f"a malformed value (tag {tag!r})")
+
+    def decode_exception(self, x) -> BaseException:
+        name, args = self._list(x["e"], 2)
+        cls = self.exceptions.get(name) if isinstance(name, str) else None
+        cls = cls or RuntimeError
+        try:
+            args = [self.decode(a) for a in self._list(args)]
+        except NotPlainData:
+            args = ["(unreadable)"]
+        try:
+            return cls(*args)
+        except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError needs five arguments
+            return cls(" ".join(str(a) for a in args)) if cls is not UnicodeError else \
+                RuntimeError(str(args))
+
+    @staticmethod
+    def _list(x, n=None):
+        if type(x) is not list or (n is not None and len(x) != n):
+            raise NotPlainData("a malformed value")
+        return x
+
+    def _array(self, body):
+        import numpy as np
+        dtype, shape, flat = self._list(body, 3)
+        dt = np.dtype(str(dtype))
+        if dt.kind not in ARRAY_KINDS or any(type(s) is not int or s < 0 for s in shape):
+            raise NotPlainData("a malformed numpy array")
+        if any(type(v) not in (bool, int, float, str) for v in self._list(flat)):
+            raise NotPlainData("a malformed numpy array")
+        try:
+            return np.array(flat, dtype=dt).reshape(shape)
+        except (ValueError, OverflowError, TypeError) as e:
+            raise NotPlainData(f"a malformed numpy array ({e})") from None
+
+
+# --- the link: requests that nest ----------------------------------------------------------------
+
+class Proxy:
+    """An object of the other side: operations on it are requests over the link."""
+
+    __slots__ = ("_link", "_side", "_hid", "_callable", "_methods", "__name__", "__qualname__")
+
+    def __init__(self, link, side, hid, is_callable, name=None):
+        object.__setattr__(self, "_link", link)
+        object.__setattr__(self, "_side", side)
+        object.__setattr__(self, "_hid", hid)
+        object.__setattr__(self, "_callable", is_callable)
+        object.__setattr__(self, "_methods", {})
+        object.__setattr__(self, "__name__", name or f"object {hid}")
+        object.__setattr__(self, "__qualname__", name or f"object {hid}")
+
+    def _op(self, op, **kw):
+        return self._link.request({"op": op, "ref": self._hid, **kw})
+
+    def __call__(self, *args, **kwargs):
+        return self._link.call({"ref": self._hid}, args, kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        cached = self._methods.get(name)
+        if cached is not None:
+            return cached
+        value = self._op("getattr", name=name)
+        if type(value) is Proxy and value._callable:
+            self._methods[name] = value
+        return value
+
+    def __setattr__(self, name, value):
+        raise AttributeError("objects of the tests are read-only")
+
+    def __getitem__(self, key):
+        return self._op("getitem", key=self._link.codec.encode(key))
+
+    def __len__(self):
+        return self._op("len")
+
+    def __iter__(self):
+        return self._op("iter")
+
+    def __next__(self):
+        return self._op("next")
+
+    def __contains__(self, item):
+        return self._op("contains", item=self._link.codec.encode(item))
+
+    def __bool__(self):
+        return self._op("bool")
+
+    def __repr__(self):
+        try:
+            return self._op("repr")
+        except Exception:  # noqa: BLE001
+            return f"<{self.__name__}>"
+
+    __str__ = __repr__
+
+
+class Link:
+    """Requests and replies over a Pipe; a request waits for its reply and serves the other
+    side's requests meanwhile (``handler(msg) -> reply``)."""
+
+    proxy_type = Proxy
+
+    def __init__(self, pipe: Pipe, side: str, handler):
+        self.pipe = pipe
+        self.codec = Codec(side, self)
+        self.handler = handler
+        self.deadline = None               # time.monotonic() by which a reply must come
+        self.broken = None                 # why the link cannot be used any more
+        self._proxies: dict = {}
+
+    def proxy(self, side, hid, is_callable):
+        """The one proxy of the other side's object ``hid`` (so its method cache lasts)."""
+        key = (side, hid)
+        found = self._proxies.get(key)
+        if found is None:
+            found = self._proxies[key] = Proxy(self, side, hid, is_callable)
+        return found
+
+    def request(self, msg):
+        """Send ``msg``; return the decoded value of the reply (or raise its exception)."""
+        return self.reply_value(self.request_raw(msg))
+
+    def request_raw(self, msg) -> dict:
+        if self.broken:
+            raise ChannelError(self.broken)
+        try:
+            self.pipe.send({"k": "q", **msg})
+            while True:
+                m = self.pipe.recv(self.deadline)
+                if m.get("k") == "r":
+                    break
+                if m.get("k") == "q":
+                    self.pipe.send(self.serve(m))
+                else:
+                    raise ChannelError("a malformed message")
+        except ChannelError as e:
+            self.broken = self.broken or str(e)
+            raise
+        return m
+
+    def reply_value(self, m):
+        try:
+            if "x" in m:
+                exc = self.codec.decode_exception(m["x"])
+            else:
+                return self.codec.decode(m.get("v"))
+        except NotPlainData as e:
+            raise TypeError(f"the other side sent something that is not plain data: {e}") \
+                from None
+        raise exc
+
+    def call(self, target: dict, args, kwargs):
+        """Call a function of the other side; top-level list arguments are synced back."""
+        enc_args = [self.codec.encode(a) for a in args]
+        enc_kwargs = [[k, self.codec.encode(v)] for k, v in kwargs.items()]
+        lists = {str(i): a for i, a in enumerate(args) if isinstance(a, list)}
+        lists.update({k: v for k, v in kwargs.items() if isinstance(v, list)})
+        m = self.request_raw({"op": "call", "target": target, "args": enc_args,
+                              "kwargs": enc_kwargs, "sync": sorted(lists)})
+        value = self.reply_value(m)
+        synced = m.get("sync")
+        if isinstance(synced, dict):
+            for key, original in lists.items():
+                if key in synced:
+                    try:
+                        new = self.codec.decode(synced[key])
+                    except NotPlainData as e:
+                        raise TypeError(f"a list passed in came back as something that is not "
+                                        f"plain data: {e}") from None
+                    if type(new) is list:
+                        original[:] = new
+        return value
+
+    def serve(self, m) -> dict:
+        try:
+            value, sync = self.handler(m)
+            out = {"k": "r", "v": self.codec.encode(value)}
+            if sync:
+                out["sync"] = sync
+            return out
+        except ChannelError:
+            raise
+        except BaseException as e:  # noqa: BLE001 - every failure is a reply
+            return {"k": "r", "x": self.codec.encode_exception(e)}
+
+    def decode_call(self, m):
+        args = [self.codec.decode(a) for a in Codec._list(m.get("args", []))]
+        kwargs = {}
+        for pair in Codec._list(m.get("kwargs", [])):
+            k, v = Codec._list(pair, 2)
+            if not isinstance(k, str):
+                raise NotPlainData("a keyword must be a str")
+            kwargs[k] = self.codec.decode(v)
+        return args, kwargs

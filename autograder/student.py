@@ -1,0 +1,194 @@
+"""The student process: runs the answer cells (and the instructor cells they need), answers calls.
+
+It is started inside the sandbox with a copy of ``lreact`` that has no reference code (see
+``lreact/reference.py``) and receives, on stdin, ONLY the cells it runs: the submission's answer
+cells and the instructor's non-test cells.  It never sees a test cell, an expected value or the
+verdict: the trusted process (``tester.py``) asks it, over the channel (``channel.py``), to run
+cell i, to give the value of a name, or to call one of its functions with plain data.
+
+Cells run in an in-process IPython shell (magics and ``get_ipython()`` work as in Jupyter); what
+a cell prints is captured for the student's feedback, capped in size.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import traceback
+
+from .channel import Codec, Link, NotPlainData, Pipe
+
+HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+OUTPUT_CAP = 100_000          # characters of output kept per cell
+
+
+class Capped(io.TextIOBase):
+    """A text stream that keeps the first ``cap`` characters and counts the rest."""
+
+    def __init__(self, cap=OUTPUT_CAP):
+        self.parts, self.size, self.cap = [], 0, cap
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        s = str(s)
+        if self.size < self.cap:
+            self.parts.append(s[: self.cap - self.size])
+        self.size += len(s)
+        return len(s)
+
+    def text(self):
+        out = "".join(self.parts)
+        if self.size > self.cap:
+            out += f"\n[output truncated by the grader: {self.size} characters]\n"
+        return out
+
+
+def make_shell():
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "nocolor"
+    config.InteractiveShell.autocall = 0
+    return InteractiveShell.instance(config=config)
+
+
+def kind_of(value) -> str:
+    import types
+    if isinstance(value, (types.ModuleType, type)):
+        return "other"
+    return "callable" if callable(value) else "data"
+
+
+class Answers:
+    """The student's namespace and the requests the trusted process may make of it."""
+
+    def __init__(self, cells: dict):
+        self.cells = cells            # index -> source
+        self.shell = make_shell()
+        self.ns = self.shell.user_ns
+        self.link = None
+
+    def visible_names(self):
+        return {k: v for k, v in self.ns.items()
+                if isinstance(k, str) and not k.startswith("_") and k not in HIDDEN_NAMES}
+
+    def run(self, index: int):
+        source = self.cells.get(str(index))
+        if source is None:
+            raise KeyError(f"no cell {index} here")
+        before = {k: id(v) for k, v in self.visible_names().items()}
+        out, err = Capped(), Capped()
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = out, err
+        try:
+            result = self.shell.run_cell(source, store_history=True)
+        finally:
+            sys.stdout, sys.stderr = saved
+        outputs = []
+        if out.size:
+            outputs.append({"output_type": "stream", "name": "stdout", "text": out.text()})
+        if err.size:
+            outputs.append({"output_type": "stream", "name": "stderr", "text": err.text()})
+        error = result.error_before_exec or result.error_in_exec
+        if error is not None:
+            outputs.append({"output_type": "error", "ename": type(error).__name__,
+                            "evalue": str(error)[:OUTPUT_CAP]})
+        now = self.visible_names()
+        names = {}
+        for k, v in now.items():
+            if before.get(k) != id(v):
+                kind = kind_of(v)
+                names[k] = [kind, None]
+                if kind == "data":
+                    try:
+                        names[k][1] = self.link.codec.encode(v)
+                    except (NotPlainData, RecursionError) as e:
+                        names[k] = ["other", str(e)[:300]]
+        gone = [k for k in before if k not in now]
+        return {"ok": error is None, "outputs": outputs, "names": names, "gone": gone}
+
+    def handle(self, m):
+        op = m.get("op")
+        if op == "run":
+            return _Raw(self.run(int(m["index"]))), None
+        if op == "get":
+            return self.ns[str(m["name"])], None
+        if op == "call":
+            target = m.get("target") or {}
+            if "name" in target:
+                fn = self.ns[str(target["name"])]
+            else:
+                fn = self.link.codec.local(target.get("ref"))
+            args, kwargs = self.link.decode_call(m)
+            keys = [str(k) for k in m.get("sync") or []]
+            value = fn(*args, **kwargs)
+            sync = {}
+            for k in keys:
+                v = args[int(k)] if k.isdigit() and int(k) < len(args) else kwargs.get(k)
+                if isinstance(v, list):
+                    sync[k] = self.link.codec.encode(v)
+            return value, sync
+        if op == "bye":
+            raise SystemExit(0)
+        raise ValueError(f"unknown request {op!r}")
+
+
+class _Raw:
+    """A reply that is already JSON (the result of running a cell)."""
+
+    def __init__(self, data):
+        self.data = data
+
+
+class StudentLink(Link):
+    def serve(self, m):
+        try:
+            value, sync = self.handler(m)
+            if isinstance(value, _Raw):
+                return {"k": "r", "raw": value.data}
+        except SystemExit:
+            raise
+        except BaseException as e:  # noqa: BLE001 - every failure is a reply
+            return {"k": "r", "x": self.codec.encode_exception(e)}
+        try:
+            out = {"k": "r", "v": self.codec.encode(value)}
+        except (NotPlainData, RecursionError) as e:
+            return {"k": "r", "x": self.codec.encode_exception(TypeError(
+                f"the answer returned something the tests cannot receive: {e}"))}
+        if sync:
+            out["sync"] = sync
+        return out
+
+
+def main(rfd: int, wfd: int) -> int:
+    job = json.loads(sys.stdin.read() or "{}")
+    if not job:
+        return 0
+    os.makedirs(job.get("cwd") or ".", exist_ok=True)
+    os.chdir(job.get("cwd") or ".")
+    answers = Answers(job.get("cells", {}))
+    link = StudentLink(Pipe(rfd, wfd), "S", answers.handle)
+    answers.link = link
+    try:
+        while True:
+            m = link.pipe.recv(None)
+            if m.get("k") == "q":
+                link.pipe.send(link.serve(m))
+    except SystemExit:
+        return 0
+    except BaseException:  # noqa: BLE001 - the channel closed: the run is over
+        if os.environ.get("LREACT_GRADER_DEBUG") == "1":
+            traceback.print_exc()
+        return 0
+
+
+def preload() -> None:
+    """What every run needs, imported before the job arrives (a warm process)."""
+    import numpy  # noqa: F401
+    import IPython.core.interactiveshell  # noqa: F401
+    import lreact  # noqa: F401
+    import lreact.reference  # noqa: F401

@@ -1,0 +1,317 @@
+"""The trusted process: runs the instructor's setup and test cells and decides every verdict.
+
+It is started inside the sandbox (no network, its own user) with the full ``lreact``.  The test
+cells reach it through a pipe from the grader, never through a file.  It drives the student
+process (``student.py``) in notebook order: "run answer cell i", then a test cell here, and so
+on.  In the test cells' namespace every name the student defined is either the plain value it
+held (fetched right after the cell that set it) or, for a function, an ``Answer`` proxy whose
+call crosses the channel with plain data and comes back as plain data.  Objects a test hands to
+an answer (a ScriptedLLM, a registry, an rng, a logits function) stay here; the answer gets
+handles to them and its calls come back here.
+
+The verdict: a test cell passes iff it ran to its end here.  Nothing the student process sends
+is a verdict; at worst it is a wrong value or an exception that makes the test fail.
+"""
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import signal
+import sys
+import time
+import types
+
+from .channel import ChannelError, ChannelTimeout, Link, NotPlainData, Pipe, Proxy
+from .student import Capped
+
+BLOCKED_PREFIXES = ("_", "gi_", "cr_", "ag_", "f_", "tb_", "co_")
+BLOCKED_TYPES = (types.ModuleType, type, types.FrameType, types.CodeType, types.TracebackType,
+                 types.CellType)
+OUTPUT_KEYS = {"output_type", "name", "text", "ename", "evalue"}
+OUTPUT_CAP = 100_000
+
+
+class CellTimeout(ChannelError):
+    """A test cell ran past its time limit (raised by an alarm)."""
+
+
+class Answer(Proxy):
+    """A function the student defined, reached by name: calling it crosses the channel."""
+
+    __slots__ = ()
+
+    def __init__(self, link, name):
+        super().__init__(link, "S", name, True, name)
+
+    def __call__(self, *args, **kwargs):
+        return self._link.call({"name": self._hid}, args, kwargs)
+
+    def __getattr__(self, name):
+        raise AttributeError(f"{self._hid} is the student's function: the tests may only "
+                             f"call it (not read .{name})")
+
+    def __repr__(self):
+        return f"<the student's {self._hid}>"
+
+    __str__ = __repr__
+
+
+class Unavailable:
+    """A student name whose value is not plain data: any use says so."""
+
+    def __init__(self, name, why):
+        self._why = f"{name} is not plain data the tests can use ({why})"
+
+    def __getattr__(self, name):
+        raise TypeError(self._why)
+
+    def __call__(self, *a, **k):
+        raise TypeError(self._why)
+
+    def __iter__(self):
+        raise TypeError(self._why)
+
+    def __repr__(self):
+        return f"<unavailable: {self._why}>"
+
+
+class Tests:
+    """The test cells' namespace and the requests the student process may make of us."""
+
+    def __init__(self, link_pipe: Pipe, events, timeout: float):
+        self.link = Link(link_pipe, "T", self.handle)
+        self.events = events
+        self.timeout = float(timeout)
+        self.ns = {"__name__": "__main__", "__builtins__": builtins,
+                   "get_ipython": lambda: _NoShell()}
+        self.protected = set(dir(builtins)) | {"get_ipython"}
+        self.installed: dict = {}     # name -> object installed from the student's namespace
+        self.stopped = None           # why the student process cannot be used any more
+
+    # requests from the student process, on objects of ours it holds handles to
+    def handle(self, m):
+        op = m.get("op")
+        target = m.get("target") if op == "call" else m
+        obj = self.link.codec.local(target.get("ref") if isinstance(target, dict) else None)
+        if op == "call":
+            if not callable(obj):
+                raise TypeError("not callable")
+            args, kwargs = self.link.decode_call(m)
+            return obj(*args, **kwargs), None
+        if op == "getattr":
+            name = m.get("name")
+            if not isinstance(name, str) or name.startswith(BLOCKED_PREFIXES):
+                raise AttributeError(f"the tests' objects do not show {name!r}")
+            value = getattr(obj, name)
+            if isinstance(value, BLOCKED_TYPES):
+                raise AttributeError(f"the tests' objects do not show {name!r}")
+            return value, None
+        if op == "getitem":
+            return obj[self.link.codec.decode(m.get("key"))], None
+        if op == "len":
+            return len(obj), None
+        if op == "iter":
+            return iter(obj), None
+        if op == "next":
+            return next(obj), None
+        if op == "contains":
+            return self.link.codec.decode(m.get("item")) in obj, None
+        if op == "bool":
+            return bool(obj), None
+        if op == "repr":
+            return repr(obj)[:2000], None
+        raise ValueError(f"unknown request {op!r}")
+
+    # the student's names
+    def install(self, names: dict, gone: list) -> None:
+        for name, entry in names.items():
+            if not isinstance(name, str) or not name.isidentifier() or name in self.protected:
+                continue
+            kind, value = (entry + [None, None])[:2] if isinstance(entry, list) else (None, None)
+            if kind == "callable":
+                obj = Answer(self.link, name)
+            elif kind == "data":
+                try:
+                    obj = self.link.codec.decode(value)
+                except (NotPlainData, RecursionError) as e:
+                    obj = Unavailable(name, str(e))
+            else:
+                obj = Unavailable(name, str(value or "a module, a class or another object"))
+            self.ns[name] = obj
+            self.installed[name] = obj
+        for name in gone if isinstance(gone, list) else []:
+            if isinstance(name, str) and name in self.installed \
+                    and self.ns.get(name) is self.installed[name]:
+                del self.ns[name]
+
+    def stop(self, why: str) -> None:
+        if not self.stopped:
+            self.stopped = why
+            self.link.broken = why
+            self.events({"event": "stop_student", "why": why})
+
+    # cells
+    def run_student(self, index: int) -> dict:
+        if self.stopped:
+            return {"ran": False, "ok": False, "error": f"not run: {self.stopped}",
+                    "outputs": []}
+        self.link.deadline = time.monotonic() + self.timeout
+        try:
+            m = self.link.request_raw({"op": "run", "index": index})
+        except ChannelTimeout:
+            self.stop(f"the cell did not finish within {self.timeout:g} s")
+            return {"ran": False, "ok": False, "error": f"timeout: {self.stopped}",
+                    "outputs": []}
+        except ChannelError as e:
+            self.stop(f"the process running the answers ended ({e})")
+            return {"ran": False, "ok": False, "error": self.stopped, "outputs": []}
+        finally:
+            self.link.deadline = None
+        raw = m.get("raw")
+        if not isinstance(raw, dict):
+            return {"ran": True, "ok": False, "error": "the cell could not run", "outputs": []}
+        self.install(raw.get("names") if isinstance(raw.get("names"), dict) else {},
+                     raw.get("gone"))
+        return {"ran": True, "ok": raw.get("ok") is True, "error": None,
+                "outputs": clean_outputs(raw.get("outputs"))}
+
+    def run_here(self, source: str, label: str) -> dict:
+        out, err = Capped(OUTPUT_CAP), Capped(OUTPUT_CAP)
+        saved = sys.stdout, sys.stderr
+        error = None
+        self.link.deadline = time.monotonic() + self.timeout
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.timeout + 5)
+        try:
+            sys.stdout, sys.stderr = out, err
+            code = compile(_python(source), label, "exec")
+            exec(code, self.ns)
+        except ChannelTimeout:
+            self.stop(f"an answer did not reply within {self.timeout:g} s in {label}")
+            error = f"timeout: {self.stopped}"
+        except CellTimeout:
+            self.stop(f"{label} ran past {self.timeout:g} s")
+            error = f"timeout: {self.stopped}"
+        except ChannelError as e:
+            if not self.stopped:
+                self.stop(f"the process running the answers ended ({e})")
+            error = f"the answers cannot be reached: {self.stopped}"
+        except BaseException as e:  # noqa: BLE001 - the test did not run to its end
+            error = first_line(f"{type(e).__name__}: {e}") or type(e).__name__
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            sys.stdout, sys.stderr = saved
+            self.link.deadline = None
+        outputs = []
+        if out.size:
+            outputs.append({"output_type": "stream", "name": "stdout", "text": out.text()})
+        if err.size:
+            outputs.append({"output_type": "stream", "name": "stderr", "text": err.text()})
+        if error:
+            ename, _, evalue = error.partition(": ")
+            outputs.append({"output_type": "error", "ename": ename, "evalue": evalue})
+        return {"ran": error is None, "ok": error is None, "error": error, "outputs": outputs}
+
+    def protect_setup_names(self) -> None:
+        self.protected |= {k for k in self.ns if isinstance(k, str)}
+        for name in list(self.installed):
+            if name in self.protected:
+                self.installed.pop(name)
+
+
+class _NoShell:
+    """``get_ipython()`` in the trusted process: magics in a setup cell do nothing here."""
+
+    def run_line_magic(self, *a, **k):
+        return None
+
+    run_cell_magic = system = run_line_magic
+
+
+def _alarm(signum, frame):
+    raise CellTimeout("time limit")
+
+
+def _python(source: str) -> str:
+    """IPython syntax (magics, ``!cmd``) as plain Python, as the kernel would transform it."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    return TransformerManager().transform_cell(source)
+
+
+def first_line(text: str) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return ""
+
+
+def clean_outputs(outputs) -> list:
+    """What the student process says a cell printed, kept as inert text (capped)."""
+    clean = []
+    for out in outputs if isinstance(outputs, list) else []:
+        if not isinstance(out, dict) or out.get("output_type") not in ("stream", "error"):
+            continue
+        item = {k: str(v)[:OUTPUT_CAP] for k, v in out.items() if k in OUTPUT_KEYS}
+        if item.get("output_type") == "stream" and item.get("name") not in ("stdout", "stderr"):
+            continue
+        clean.append(item)
+        if len(clean) >= 4:
+            break
+    return clean
+
+
+def main(rfd: int, wfd: int, result_fd: int) -> int:
+    out = os.fdopen(result_fd, "w", encoding="utf-8")
+
+    def events(obj):
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    job = json.loads(sys.stdin.read() or "{}")
+    if not job:
+        return 0
+    cwd = job.get("cwd") or "."
+    os.makedirs(cwd, exist_ok=True)
+    os.chdir(cwd)
+    tests = Tests(Pipe(rfd, wfd), events, job.get("timeout", 60))
+    results = {}
+    failure = None
+    started = time.monotonic()
+    try:
+        for cell in job["cells"]:
+            index, role = int(cell["index"]), cell["role"]
+            if role in ("student", "setup"):
+                results[index] = tests.run_student(index)
+            if role == "setup":
+                here = tests.run_here(cell["source"], f"<setup cell {index}>")
+                tests.protect_setup_names()
+                if not here["ok"]:
+                    failure = failure or f"the setup cell {index} failed: {here['error']}"
+            elif role == "test":
+                results[index] = tests.run_here(cell["source"],
+                                                f"<test cell {cell.get('grade_id')}>")
+            if index in results:
+                results[index]["seconds"] = round(time.monotonic() - started, 3)
+            started = time.monotonic()
+    except BaseException as e:  # noqa: BLE001 - report, never end without a result
+        failure = f"grader error: {type(e).__name__}: {first_line(str(e))}"
+    try:
+        tests.link.pipe.send({"k": "q", "op": "bye"})
+    except BaseException:  # noqa: BLE001
+        pass
+    events({"result": {"cells": {str(k): v for k, v in results.items()},
+                       "failure": failure, "stopped": tests.stopped}})
+    out.close()
+    return 0
+
+
+def preload() -> None:
+    """What every run needs, imported before the job arrives (a warm process)."""
+    import numpy  # noqa: F401
+    import jsonschema  # noqa: F401
+    import lreact  # noqa: F401
+    import lreact.checks  # noqa: F401
+    import lreact.labchecks  # noqa: F401
+    import lreact.reference  # noqa: F401
+    from IPython.core.inputtransformer2 import TransformerManager  # noqa: F401

@@ -1,0 +1,376 @@
+"""Code as the action (Part III, "Specific tools vs a code tool"; CodeAct, Wang et al., 2024).
+
+``run_python(code, *, timeout, ...)`` runs one code action in a fresh Python interpreter outside
+the calling process and returns what happened as a plain dict::
+
+    {"stdout": str, "stderr": str, "exit_code": int | None, "timed_out": bool,
+     "truncated": bool, "isolation": "bubblewrap" | "limits only"}
+
+Limits on every run: wall-clock ``timeout`` (the whole process tree is killed), CPU seconds,
+address space (``memory`` bytes per process), number of processes, size of each written file,
+and output: at most ``max_output`` characters of stdout and of stderr are kept (the rest is
+read and thrown away, so a flood cannot fill the caller's memory).
+
+Isolation, where bubblewrap (``bwrap``) works on this machine: no network (own network
+namespace), own PID namespace (nothing outlives the run), a read-only view of the system and of
+the Python installation only (not the course folder, not home folders), a private writable
+scratch folder (a size-capped tmpfs) as the working directory, and, when the caller is root, a
+fresh unprivileged user id so the process limit counts only this run's processes.  This is the
+same isolation ``autograder/sandbox.py`` builds for grading runs.
+
+Where bubblewrap cannot run (macOS, Windows, no user namespaces, or already inside a sandbox
+that forbids nesting, as at grading time) ``run_python`` falls back to a plain subprocess with
+the same limits and says so in ``isolation``.  ``NOT_PROTECTED`` states what is then not
+protected: the code can read every file this user can read, can open network connections, and
+(without root) a process that detaches itself can outlive the time limit.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 5.0                 # seconds of wall-clock time per code action
+DEFAULT_MEMORY = 512 * 1024**2        # bytes of address space per process
+DEFAULT_MAX_OUTPUT = 10_000           # characters kept of stdout and of stderr, each
+MAX_PROCESSES = 32                    # processes (and threads) the code may run at once
+MAX_FILE_BYTES = 16 * 1024**2         # largest file the code may write
+SCRATCH_BYTES = 64 * 1024**2          # size of the private scratch folder (bubblewrap only)
+INSIDE = "/scratch"                   # the scratch folder as the code sees it (bubblewrap)
+
+NOT_PROTECTED = (
+    "code actions run WITHOUT a sandbox here (bubblewrap is not usable): the time, CPU, memory, "
+    "process and output limits apply, but the code CAN read every file this user can read, "
+    "CAN write outside its scratch folder, and CAN open network connections{detach}.")
+
+
+def _runner_source() -> str:
+    """The program the fresh interpreter runs: set the limits on itself (it cannot raise them
+    again), run the prelude and the code in one namespace, print a short traceback on error."""
+    return r'''
+import json, resource, sys, traceback
+limits = json.loads(sys.argv[1])
+for name, value in limits.items():
+    resource.setrlimit(getattr(resource, name), (value, value))
+prelude, code = open(sys.argv[2], encoding="utf-8").read(), open(sys.argv[3], encoding="utf-8").read()
+namespace = {"__name__": "__main__"}
+try:
+    exec(compile(prelude, "<prelude>", "exec"), namespace)
+except BaseException:
+    traceback.print_exc()
+    sys.exit(3)
+try:
+    exec(compile(code, "<code action>", "exec"), namespace)
+except SystemExit:
+    raise
+except BaseException as e:
+    tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
+    sys.stderr.write("".join(traceback.format_exception(type(e), e, tb)))
+    sys.stderr.flush()
+    sys.exit(1)
+'''
+
+
+# --- user ids for the runs (only when the caller is root) ------------------------------------
+_uid_lock = threading.Lock()
+_uids_in_use: set = set()
+
+
+def _take_uid():
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    with _uid_lock:
+        while True:
+            uid = random.randint(60000, 60999)   # the grader uses 61000-64999
+            if uid not in _uids_in_use:
+                _uids_in_use.add(uid)
+                return uid
+
+
+def _give_uid(uid):
+    with _uid_lock:
+        _uids_in_use.discard(uid)
+
+
+def _drop(uid) -> list:
+    if uid is None:
+        return []
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+def _uid_processes(uid) -> list:
+    """Live (not zombie) processes whose real user id is ``uid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("Uid", "").split()[:1] == [str(uid)] and \
+                not fields.get("State", "").strip().startswith("Z"):
+            found.append(int(entry.name))
+    return found
+
+
+def _kill_uid(uid) -> None:
+    """Stop, then SIGKILL, every process left running as this run's own user id (root only):
+    stopping first keeps a fork bomb from refilling the slots that the kills free."""
+    if uid is None:
+        return
+    for _ in range(100):
+        pids = _uid_processes(uid)
+        if not pids:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        time.sleep(0.02)
+
+
+# --- bubblewrap ------------------------------------------------------------------------------
+def _visible_paths() -> list:
+    """What the code sees read-only: system folders and the Python installation."""
+    import sysconfig
+
+    wanted = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+              "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+              "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+              sys.base_prefix, sys.prefix, sysconfig.get_paths()["purelib"],
+              sysconfig.get_paths()["platlib"]]
+    out = []
+    for p in map(Path, wanted):
+        if p.exists() and not any(p == q or p.is_relative_to(q) for q in out):
+            out.append(p)
+    return out
+
+
+def _bwrap(kit: Path) -> list:
+    args = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--size", str(16 * 1024**2), "--tmpfs", "/tmp"]
+    if os.geteuid() != 0:
+        args += ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
+    made, bound = set(), []
+    for p in _visible_paths():
+        # bwrap would create missing parents (e.g. /root) readable by root only
+        for parent in reversed(p.parents[:-1]):
+            if parent not in made and not any(parent.is_relative_to(q) for q in bound):
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--ro-bind", str(p), str(p)]
+        bound.append(p)
+    args += ["--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", INSIDE,
+             "--ro-bind", str(kit), "/kit", "--remount-ro", "/", "--chdir", INSIDE]
+    return args
+
+
+@functools.lru_cache(maxsize=None)
+def bwrap_works() -> bool:
+    """Can bubblewrap start the course's Python here?  (False inside a sandbox that forbids
+    nesting, on macOS or Windows, or without user namespaces.)  Probed once per process."""
+    if not sys.platform.startswith("linux") or not shutil.which("bwrap"):
+        return False
+    with tempfile.TemporaryDirectory(prefix="lreact-probe-") as kit:
+        os.chmod(kit, 0o755)
+        uid = _take_uid()
+        try:
+            cmd = _bwrap(Path(kit)) + _drop(uid) + [sys.executable, "-I", "-c", "print('ok')"]
+            done = subprocess.run(cmd, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+            return done.returncode == 0 and done.stdout.strip() == b"ok"
+        except (OSError, subprocess.SubprocessError):
+            return False
+        finally:
+            _kill_uid(uid)
+            _give_uid(uid)
+
+
+def isolation() -> str:
+    """What protects a code action on this machine, in one sentence."""
+    if bwrap_works():
+        return ("bubblewrap: no network, own process namespace, a read-only view of the system "
+                "and the Python installation only, a private scratch folder"
+                + (", its own unprivileged user id" if os.geteuid() == 0 else "")
+                + "; limits on time, CPU, memory, processes, file size and output")
+    detach = ("" if os.geteuid() == 0 and shutil.which("setpriv") else
+              ", and a process that detaches itself can outlive the time limit")
+    return NOT_PROTECTED.format(detach=detach)
+
+
+# --- output capture --------------------------------------------------------------------------
+class _Capture(threading.Thread):
+    """Reads a pipe to its end, keeping at most ``limit`` bytes."""
+
+    def __init__(self, pipe, limit):
+        super().__init__(daemon=True)
+        self.pipe, self.limit = pipe, limit
+        self.kept, self.dropped = bytearray(), 0
+
+    def run(self):
+        try:
+            while True:
+                chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else \
+                    self.pipe.read(65536)
+                if not chunk:
+                    break
+                room = self.limit - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+                self.dropped += max(0, len(chunk) - max(room, 0))
+        except (OSError, ValueError):
+            pass
+
+    def text(self) -> str:
+        out = self.kept.decode("utf-8", errors="replace")
+        if self.dropped:
+            out += f"\n... [output truncated: {self.dropped} more bytes]"
+        return out
+
+
+def _check_number(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
+            or value < minimum:
+        raise ValueError(f"{name} must be a number >= {minimum}, got {value!r}")
+    return value
+
+
+def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_OUTPUT,
+               prelude="", sandbox="auto") -> dict:
+    """Run ``code`` in a fresh, limited Python interpreter; return a plain dict (module
+    docstring).  ``timeout`` (seconds of wall-clock time) is required; ``prelude`` is Python
+    run first in the same namespace (e.g. ``weather_prelude()``, so the code can call
+    ``get_weather``); ``sandbox`` is ``"auto"`` (bubblewrap when it works, else limits only),
+    ``"require"`` (raise ``RuntimeError`` without bubblewrap) or ``"off"``."""
+    if not isinstance(code, str):
+        raise TypeError(f"code must be a str of Python source, got {type(code).__name__}")
+    if not isinstance(prelude, str):
+        raise TypeError(f"prelude must be a str of Python source, got {type(prelude).__name__}")
+    timeout = float(_check_number(timeout, "timeout", 0.01))
+    memory = int(_check_number(memory, "memory", 32 * 1024**2))
+    max_output = int(_check_number(max_output, "max_output", 0))
+    if sandbox not in ("auto", "require", "off"):
+        raise ValueError(f"sandbox must be 'auto', 'require' or 'off', not {sandbox!r}")
+    use_bwrap = sandbox != "off" and bwrap_works()
+    if sandbox == "require" and not use_bwrap:
+        raise RuntimeError("bubblewrap is not usable here and a sandbox was required")
+
+    kit = Path(tempfile.mkdtemp(prefix="lreact-code-"))
+    uid = _take_uid()
+    try:
+        os.chmod(kit, 0o755 if use_bwrap else 0o777)
+        for name, text in (("runner.py", _runner_source()), ("prelude.py", prelude),
+                           ("action.py", code)):
+            (kit / name).write_text(text, encoding="utf-8")
+            os.chmod(kit / name, 0o644)
+        limits = {"RLIMIT_AS": memory, "RLIMIT_CPU": int(math.ceil(timeout)) + 1,
+                  "RLIMIT_FSIZE": MAX_FILE_BYTES, "RLIMIT_CORE": 0,
+                  "RLIMIT_NPROC": _process_limit(uid, use_bwrap)}
+        where = Path("/kit") if use_bwrap else kit
+        python = [sys.executable, "-I", str(where / "runner.py"), json.dumps(limits),
+                  str(where / "prelude.py"), str(where / "action.py")]
+        cmd = (_bwrap(kit) if use_bwrap else []) + _drop(uid) + python
+        home = INSIDE if use_bwrap else str(kit)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home,
+               "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=str(kit), env=env,
+                                start_new_session=True)
+        out, err = _Capture(proc.stdout, max_output), _Capture(proc.stderr, max_output)
+        out.start()
+        err.start()
+        timed_out = False
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        _kill_group(proc)
+        _kill_uid(uid)
+        proc.wait()
+        out.join(5)
+        err.join(5)
+        for pipe in (proc.stdout, proc.stderr):
+            pipe.close()
+        exit_code = None if timed_out else proc.returncode
+        stderr = err.text()
+        if exit_code is not None and exit_code < 0:
+            name = _signal_name(-exit_code)
+            stderr += (f"\n[the process was killed by {name}"
+                       + (": CPU time limit" if name == "SIGXCPU" else "") + "]")
+        return {"stdout": out.text(), "stderr": stderr, "exit_code": exit_code,
+                "timed_out": timed_out, "truncated": bool(out.dropped or err.dropped),
+                "seconds": round(time.monotonic() - started, 3),
+                "isolation": "bubblewrap" if use_bwrap else "limits only"}
+    finally:
+        _kill_uid(uid)
+        _give_uid(uid)
+        shutil.rmtree(kit, ignore_errors=True)
+
+
+def _process_limit(uid, use_bwrap) -> int:
+    """RLIMIT_NPROC counts every process of the real user: a fresh uid (root) or a user
+    namespace starts near zero; otherwise allow what this user already runs, plus the cap."""
+    if uid is not None:
+        return MAX_PROCESSES
+    mine = 0
+    me = str(os.getuid())
+    try:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    status = (entry / "status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("Uid:"):
+                        mine += line.split()[1] == me
+                        break
+    except OSError:
+        return 4096
+    return mine + MAX_PROCESSES
+
+
+def _kill_group(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def weather_prelude(table=None) -> str:
+    """Python source that defines ``get_weather(city)`` inside a code action, on the offline
+    weather table (exact city names, Celsius only): what Exercise 11's code tool provides."""
+    if table is None:
+        from .tools import WEATHER as table
+    reports = {str(city): f"{row['temp_c']}°C, {row['condition']}" for city, row in table.items()}
+    return ("_REPORTS = " + json.dumps(reports, ensure_ascii=False) + "\n"
+            "def get_weather(city):\n"
+            "    \"\"\"The current weather in a city, e.g. '12°C, rainy'.\"\"\"\n"
+            "    if city not in _REPORTS:\n"
+            "        raise KeyError(f'unknown city {city!r}; known: {sorted(_REPORTS)}')\n"
+            "    return _REPORTS[city]\n")

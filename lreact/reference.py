@@ -1,0 +1,105 @@
+"""The rule for the course's reference implementations (lab introduction, "The rule").
+
+``lreact.sampling``, ``lreact.chatml`` and ``lreact.tools`` hold the course's own versions of
+functions the lab asks students to write.  Each is decorated ``@reference_implementation``:
+
+- in a normal Python session nothing changes (the lecture's widgets use them);
+- after ``engage()`` (the lab's setup cell calls it) a call raises ``ReferenceUnavailable``
+  saying why, so a student's visible tests fail exactly as the grader would fail them;
+- at grading time the process that runs the answers gets a copy of ``lreact`` in which these
+  functions have no body at all (``strip_references``, used by ``autograder/kit.py``).
+
+Test and demo cells that need the real thing ask ``lreact.labchecks.reference(module, name)``,
+which builds a private copy of the module with the rule switched off for that copy only.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import threading
+
+
+class ReferenceUnavailable(RuntimeError):
+    """An answer called one of the course's reference implementations."""
+
+
+def message(name: str) -> str:
+    return (f"{name} is the course's reference implementation; answers must not call it "
+            "(the grader runs answers without it): write your own")
+
+
+class Rule:
+    """Whether the rule is engaged, and whether a private copy is being built right now."""
+
+    def __init__(self):
+        self.engaged = False
+        self._building = threading.local()
+
+    def building(self) -> bool:
+        return getattr(self._building, "depth", 0) > 0
+
+    def build(self):
+        rule = self
+
+        class _Building:
+            def __enter__(self):
+                rule._building.depth = getattr(rule._building, "depth", 0) + 1
+
+            def __exit__(self, *exc):
+                rule._building.depth -= 1
+
+        return _Building()
+
+
+RULE = Rule()
+REGISTERED: list = []   # "module.name" of every decorated function, in definition order
+
+
+def reference_implementation(fn):
+    """Mark ``fn`` as a reference implementation (see the module docstring)."""
+    if RULE.building():
+        return fn                       # a private copy for labchecks.reference: unlocked
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    if name not in REGISTERED:
+        REGISTERED.append(name)
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        if RULE.engaged:
+            raise ReferenceUnavailable(message(name))
+        return fn(*args, **kwargs)
+
+    guarded.__reference_implementation__ = name
+    return guarded
+
+
+def engage() -> None:
+    """From now on, calling a reference implementation raises ``ReferenceUnavailable``."""
+    RULE.engaged = True
+
+
+def disengage() -> None:
+    RULE.engaged = False
+
+
+# --- the grader's copy: bodies removed ----------------------------------------------------
+
+def _is_marker(decorator) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(target, ast.Name) and target.id == "reference_implementation") or \
+        (isinstance(target, ast.Attribute) and target.attr == "reference_implementation")
+
+
+def strip_references(source: str, module: str) -> str:
+    """``source`` of ``lreact.<module>`` with every ``@reference_implementation`` function's
+    body replaced by ``raise ReferenceUnavailable(...)``: the code is not in the copy at all."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                any(_is_marker(d) for d in node.decorator_list):
+            node.decorator_list = []
+            text = message(f"lreact.{module}.{node.name}")
+            node.body = ast.parse(
+                "from lreact.reference import ReferenceUnavailable\n"
+                f"raise ReferenceUnavailable({text!r})").body
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

@@ -1,0 +1,168 @@
+"""run_python: one code action in a fresh, limited interpreter (Part III, "Specific tools vs a
+code tool").  Hostile code costs only its own call: a clear result, this process unharmed."""
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from lreact import codeact
+from lreact.codeact import run_python, weather_prelude
+from lreact.tools import WEATHER
+
+MODES = ["auto", "off"]      # bubblewrap where it works, and the limits-only fallback
+
+
+def sandbox_uid_processes():
+    """Processes still running under a code action's own user ids (60000-60999)."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            uid = int(fields["Uid"].split()[0])
+            if 60000 <= uid <= 60999 and not fields["State"].strip().startswith("Z"):
+                left.append(int(entry.name))
+    return left
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_output_exit_code_and_errors(mode):
+    r = run_python("print('hello'); import sys; print('warn', file=sys.stderr)", timeout=10,
+                   sandbox=mode)
+    assert (r["stdout"], r["stderr"], r["exit_code"], r["timed_out"]) == \
+        ("hello\n", "warn\n", 0, False)
+    r = run_python("x = 1\n1 / 0", timeout=10, sandbox=mode)
+    assert r["exit_code"] == 1 and "ZeroDivisionError" in r["stderr"]
+    assert '<code action>", line 2' in r["stderr"] and "runner.py" not in r["stderr"]
+    assert run_python("import sys; sys.exit(4)", timeout=10, sandbox=mode)["exit_code"] == 4
+    assert run_python("def f(:", timeout=10, sandbox=mode)["exit_code"] == 1
+
+
+def test_the_prelude_provides_get_weather_like_exercise_11():
+    code = ("temps = {c: float(get_weather(c).split('°')[0]) for c in ['Berlin', 'Paris', 'Madrid']}\n"
+            "print(max(temps, key=temps.get))")
+    r = run_python(code, timeout=10, prelude=weather_prelude())
+    warmest = max(["Berlin", "Paris", "Madrid"], key=lambda c: WEATHER[c]["temp_c"])
+    assert r["exit_code"] == 0 and r["stdout"].strip() == warmest
+    r = run_python("get_weather('Atlantis')", timeout=10, prelude=weather_prelude())
+    assert r["exit_code"] == 1 and "unknown city" in r["stderr"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("code", ["while True: pass", "import time; time.sleep(60)"])
+def test_an_endless_action_is_stopped_at_the_time_limit(mode, code):
+    r = run_python(code, timeout=1, sandbox=mode)
+    assert r["timed_out"] is True and r["exit_code"] is None
+    assert not sandbox_uid_processes()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fork_bomb_hits_the_process_limit_and_leaves_nothing_behind(mode):
+    r = run_python("import os\nwhile True:\n    os.fork()", timeout=3, sandbox=mode)
+    assert r["timed_out"] or r["exit_code"] != 0
+    assert "Resource temporarily unavailable" in r["stderr"] or r["timed_out"]
+    assert not sandbox_uid_processes()
+    assert run_python("print(2 + 2)", timeout=10, sandbox=mode)["stdout"] == "4\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_detached_child_does_not_outlive_the_call(mode):
+    if os.geteuid() != 0 and mode == "off":
+        pytest.skip("without root the fallback cannot reach a detached child (NOT_PROTECTED)")
+    code = "import os, time\nif os.fork() == 0:\n    os.setsid(); time.sleep(60)\nprint('parent')"
+    r = run_python(code, timeout=5, sandbox=mode)
+    assert r["stdout"] == "parent\n"
+    assert not sandbox_uid_processes()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_flood_of_output_is_truncated_to_the_stated_size(mode):
+    r = run_python("print('x' * 10**7)\nimport sys\nsys.stderr.write('e' * 10**6)", timeout=20,
+                   max_output=1000, sandbox=mode)
+    assert r["truncated"] is True and r["exit_code"] == 0
+    assert r["stdout"].startswith("x" * 1000) and r["stdout"].count("x") == 1000
+    assert "output truncated" in r["stdout"] and "output truncated" in r["stderr"]
+    assert len(r["stdout"]) < 1100 and len(r["stderr"]) < 1100
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_memory_is_limited(mode):
+    r = run_python("block = bytearray(3 * 1024**3)", timeout=10, memory=256 * 1024**2, sandbox=mode)
+    assert r["exit_code"] != 0 and "MemoryError" in r["stderr"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_scratch_folder_is_the_working_directory_and_is_private(mode):
+    r = run_python("open('note.txt', 'w').write('hi')\nimport os\nprint(sorted(os.listdir('.')))",
+                   timeout=10, sandbox=mode)
+    assert "note.txt" in r["stdout"]
+    r = run_python("import os\nprint(os.path.exists('note.txt'))", timeout=10, sandbox=mode)
+    assert r["stdout"] == "False\n"       # a fresh folder for every call
+
+
+def test_files_outside_the_scratch_folder_are_invisible_with_bubblewrap(tmp_path):
+    if not codeact.bwrap_works():
+        pytest.skip("bubblewrap is not usable here: " + codeact.isolation())
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the hidden tests")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(secret, 0o644)
+    repo_file = Path(codeact.__file__).resolve().parents[1] / "README.md"
+    for path in (secret, repo_file, Path.home() / ".bash_history"):
+        r = run_python(f"print(open({str(path)!r}).read())", timeout=10)
+        assert r["exit_code"] == 1 and "No such file" in r["stderr"], path
+    r = run_python("open('/usr/evil', 'w')", timeout=10)
+    assert r["exit_code"] == 1 and ("Read-only" in r["stderr"] or "Permission" in r["stderr"])
+
+
+def test_the_network_is_unreachable_with_bubblewrap():
+    if not codeact.bwrap_works():
+        pytest.skip("bubblewrap is not usable here: " + codeact.isolation())
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    accepted = []
+    t = threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True)
+    server.settimeout(5)
+    t.start()
+    try:
+        r = run_python(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+                       "print('connected')", timeout=10)
+        assert r["exit_code"] == 1 and "connected" not in r["stdout"]
+        assert "ConnectionRefused" in r["stderr"] or "unreachable" in r["stderr"].lower()
+    finally:
+        server.close()
+    assert not accepted
+
+
+def test_isolation_is_stated_plainly():
+    text = codeact.isolation()
+    if codeact.bwrap_works():
+        assert text.startswith("bubblewrap") and "no network" in text
+    else:
+        assert "WITHOUT a sandbox" in text and "CAN read" in text
+    assert "CAN open network connections" in codeact.NOT_PROTECTED
+
+
+def test_bad_arguments_are_explained():
+    with pytest.raises(TypeError, match="code must be a str"):
+        run_python(b"print(1)", timeout=1)
+    with pytest.raises(TypeError):
+        run_python("print(1)")          # the time limit is not optional
+    with pytest.raises(ValueError, match="timeout"):
+        run_python("print(1)", timeout=0)
+    with pytest.raises(ValueError, match="sandbox"):
+        run_python("print(1)", timeout=1, sandbox="maybe")
+
+
+def test_require_raises_where_bubblewrap_is_unusable(monkeypatch):
+    monkeypatch.setattr(codeact, "bwrap_works", lambda: False)
+    with pytest.raises(RuntimeError, match="bubblewrap"):
+        run_python("print(1)", timeout=5, sandbox="require")
+    assert run_python("print(1)", timeout=5)["isolation"] == "limits only"
