@@ -25,8 +25,14 @@ if _bin not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join(p for p in (_bin, os.environ.get("PATH")) if p)
 
 
-class DropTestOutputs(Preprocessor):
-    """Clears the outputs of autograded test cells: a traceback quotes the hidden lines."""
+class DropInstructorOnly(Preprocessor):
+    """Removes what `grade` adds for the instructor (the mark-scheme cells of autograded/
+    notebooks) and clears the outputs of test cells: a traceback quotes the hidden lines."""
+
+    def preprocess(self, nb, resources):
+        nb.cells = [c for c in nb.cells
+                    if not (c.get("metadata", {}).get("lreact", {}) or {}).get("mark_scheme")]
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
@@ -40,5 +46,5 @@ class DropTestOutputs(Preprocessor):
 # notebooks under each hand-graded answer) and test outputs. The unit's documented feedback is
 # `python -m autograder feedback`, which also leaves out solutions and typesets maths offline.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ClearMarkScheme,
-                                    DropTestOutputs, CSSHTMLHeaderPreprocessor]
+                                    DropInstructorOnly, CSSHTMLHeaderPreprocessor]
 c.ClearMarkScheme.enforce_metadata = False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from . import paths
@@ -38,6 +39,10 @@ hand grading:
   cells listed in the CSV's needs_manual_grade column (the mark scheme is shown under each
   answer), then run grade (or feedback) again: hand scores, comments and corrections of
   autograded scores are read back from the gradebook."""
+
+
+def _d(text: str) -> str:
+    return textwrap.fill(text, 92)
 
 
 def _formatter(prog):
@@ -73,9 +78,10 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "release", formatter_class=_formatter,
         help="regenerate exercises/ and lab/ from solutions/",
-        description="Regenerate the student versions (exercises/, lab/) from the source "
-                    "notebooks in solutions/ with nbgrader's generate_assignment; running it "
-                    "twice changes nothing.")
+        description=_d(
+            "Regenerate the student versions (exercises/, lab/) from the source "
+            "notebooks in solutions/ with nbgrader's generate_assignment; running it "
+            "twice changes nothing."))
     r.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 naming every committed student version that "
                         "differs from what release generates (default: write them)")
@@ -83,12 +89,13 @@ def parser() -> argparse.ArgumentParser:
     g = sub.add_parser(
         "grade", formatter_class=_formatter,
         help="grade a folder of submissions into a CSV and nbgrader's gradebook",
-        description="Autograde every submission in SUBMISSIONS (each in its own sandboxed "
-                    "run, in parallel), record it in nbgrader's gradebook and write the grade "
-                    "sheet: student, assignment, one column per graded cell (autograded and "
-                    "by hand), total and max out of all points, needs_manual_grade (cells "
-                    "still to grade in formgrader) and reason (why a row is zeros: timeout, "
-                    "kernel died, bad zip, not a notebook, no notebook, grader error).",
+        description=_d(
+            "Autograde every submission in SUBMISSIONS (each in its own sandboxed "
+            "run, in parallel), record it in nbgrader's gradebook and write the grade "
+            "sheet: student, assignment, one column per graded cell (autograded and "
+            "by hand), total and max out of all points, needs_manual_grade (cells "
+            "still to grade in formgrader) and reason (why a row is zeros: timeout, "
+            "kernel died, bad zip, not a notebook, no notebook, grader error)."),
         epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
     _common(g, out_default="grades.csv",
             out_help="the CSV grade sheet to write (default: grades.csv)")
@@ -96,13 +103,14 @@ def parser() -> argparse.ArgumentParser:
     f = sub.add_parser(
         "feedback", formatter_class=_formatter,
         help="one HTML feedback page per student and assignment",
-        description="Write OUT/<student>/<assignment>.html for every submission: the "
-                    "student's answers, the visible part of every test, each test's score "
-                    "with its first error and hint, and each hand-graded cell's score and "
-                    "comment from the gradebook. Never hidden tests, solutions or mark "
-                    "schemes. Maths is typeset offline (a local MathJax copied to "
-                    "OUT/_mathjax/). Grades come from the cache (grading what is missing), so "
-                    "run it after grade and after hand grading in formgrader.",
+        description=_d(
+            "Write OUT/<student>/<assignment>.html for every submission: the "
+            "student's answers, the visible part of every test, each test's score "
+            "with its first error and hint, and each hand-graded cell's score and "
+            "comment from the gradebook. Never hidden tests, solutions or mark "
+            "schemes. Maths is typeset to MathML while the page is written, so a page "
+            "needs no network and no script. Grades come from the cache (grading what "
+            "is missing), so run it after grade and after hand grading in formgrader."),
         epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
     _common(f, out_default="feedback",
             out_help="folder for the HTML pages (default: feedback/)")
@@ -110,24 +118,27 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser(
         "catalogue", formatter_class=_formatter,
         help="list and check the wrong-answer catalogue",
-        description="List every wrong answer of autograder/wrong_answers/<assignment>/ with "
-                    "the mistake it models, and check that each edit applies to its solution "
-                    "cell (exit 1 naming the first that does not). File formats: "
-                    "autograder/catalogue.py.")
+        description=_d(
+            "List every wrong answer of autograder/wrong_answers/<assignment>/ with "
+            "the mistake it models, and check that each edit applies to its solution "
+            "cell (exit 1 naming the first that does not). File formats: "
+            "autograder/catalogue.py."))
     c.add_argument("assignment", nargs="*", metavar="ASSIGNMENT",
                    help="assignment ids (default: every assignment in solutions/)")
     c.add_argument("--show", metavar="FILE",
-                   help="print the full answer cell one entry produces (file name or stem)")
+                   help="print the full answer cell one entry produces (file name or stem; "
+                        "default: list every entry)")
     c.add_argument("--convert", type=Path, metavar="FILE.py",
                    help="turn a whole-cell entry into a .edit of its solution cell, printed "
-                        "(nothing is written)")
+                        "(nothing is written; default: no conversion)")
 
     s = sub.add_parser(
         "selfcheck", formatter_class=_formatter,
         help="every grading proof in one command (CI runs it)",
-        description="Release is current, solutions score full marks, student versions zero, "
-                    "every catalogued wrong answer loses marks, the hostile class is "
-                    "contained. Exits non-zero on any failure.")
+        description=_d(
+            "Release is current, solutions score full marks, student versions zero, "
+            "every catalogued wrong answer loses marks, the hostile class is "
+            "contained. Exits non-zero on any failure."))
     s.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="gradings at the same time (default: 2)")
     s.add_argument("--quick", action="store_true",

@@ -76,6 +76,7 @@ class Usage:
     memory_peak_bytes: int | None
     oom_kills: int
     pids_refused: int               # forks refused by pids.max
+    cpu_throttled: int = 0          # periods in which the CPU quota stopped the run
 
 
 # --- what the machine offers ---------------------------------------------------------------
@@ -134,12 +135,21 @@ def _make_base(own: Path) -> Path:
 
 
 def _ensure_base(h: "Hierarchy") -> None:
-    """The parent folder again (the last run of any grader removes it)."""
+    """The parent folder again (the last run of any grader removes it), with its controllers
+    and its CPU weight: all the grader's runs together weigh as much as one busy process per
+    core would without cgroups (each run alone weighs one process), so a busy machine does not
+    squeeze the whole grading into one process's share."""
     h.base.mkdir(exist_ok=True)
+    cores = os.cpu_count() or 1
     if h.version == 2 and h.controllers:
         enabled = set(_read(h.base / "cgroup.subtree_control").split())
         if set(h.controllers) - enabled:
-            _write(h.base / "cgroup.subtree_control", " ".join(f"+{c}" for c in h.controllers))
+            _write(h.base / "cgroup.subtree_control",
+                   " ".join(f"+{c}" for c in LIMITED if c in h.controllers))
+        if (h.base / "cpu.weight").exists():
+            _write(h.base / "cpu.weight", str(min(10000, 100 * cores)))
+    elif h.version == 1 and "cpu" in h.controllers:
+        _write(h.base / "cpu.shares", str(1024 * cores))
 
 
 def _try_v2(mount, own_path) -> tuple:
@@ -156,11 +166,11 @@ def _try_v2(mount, own_path) -> tuple:
         enabled = set(_read(own / "cgroup.subtree_control").split())
         if set(LIMITED) - enabled:
             _write(own / "cgroup.subtree_control", " ".join(f"+{c}" for c in LIMITED))
-        base = _make_base(own)
-        _write(base / "cgroup.subtree_control", " ".join(f"+{c}" for c in LIMITED))
+        h = Hierarchy(2, frozenset(LIMITED), own / PARENT)
+        _ensure_base(h)
     except OSError as e:
         return None, f"cannot delegate cpu, memory and pids below {own} ({e.strerror or e})"
-    return Hierarchy(2, frozenset(LIMITED), base), ""
+    return h, ""
 
 
 def _try_v1(mounts, own_paths, v2, own_v2) -> tuple:
@@ -179,7 +189,8 @@ def _try_v1(mounts, own_paths, v2, own_v2) -> tuple:
             own = _dir(mount, root, own_paths[next(iter(wanted))])
             if own is None or not own.is_dir():
                 return (), f"the grader's own v1 cgroup in {mount} is not visible"
-            out.append(Hierarchy(1, frozenset(wanted), _make_base(own)))
+            out.append(Hierarchy(1, frozenset(wanted), own / PARENT))
+            _ensure_base(out[-1])
         if v2 is not None and own_v2 is not None:      # hybrid: a v2 group for cgroup.kill
             own = _dir(*v2, own_v2)
             if own is not None and own.is_dir() and os.access(own, os.W_OK):
@@ -188,6 +199,11 @@ def _try_v1(mounts, own_paths, v2, own_v2) -> tuple:
                 except OSError:
                     pass
     except OSError as e:
+        for h in out:             # leave nothing behind on a machine that cannot be used
+            try:
+                h.base.rmdir()
+            except OSError:
+                pass
         return (), f"cannot create cgroups ({e.strerror or e})"
     return tuple(out), ""
 
@@ -366,18 +382,22 @@ class RunGroup:
 
     def usage(self) -> Usage:
         cpu = mem = peak = None
-        ooms = refused = 0
+        ooms = refused = throttled = 0
         for h, d in self.dirs:
             if h.version == 2:
                 usec = _stat(d / "cpu.stat", "usage_usec")
                 if cpu is None and usec is not None:
                     cpu = usec / 1e6
+                if "cpu" in h.controllers:
+                    throttled = _stat(d / "cpu.stat", "nr_throttled") or 0
                 if "memory" in h.controllers:
                     mem, peak = _int(d / "memory.current"), _int(d / "memory.peak")
                     ooms = _stat(d / "memory.events", "oom_kill") or 0
                 if "pids" in h.controllers:
                     refused = _stat(d / "pids.events", "max") or 0
                 continue
+            if "cpu" in h.controllers:
+                throttled = _stat(d / "cpu.stat", "nr_throttled") or 0
             if "cpuacct" in h.controllers:
                 ns = _int(d / "cpuacct.usage")
                 cpu = ns / 1e9 if ns is not None else cpu
@@ -387,7 +407,7 @@ class RunGroup:
                 ooms = _stat(d / "memory.oom_control", "oom_kill") or 0
             if "pids" in h.controllers:
                 refused = _stat(d / "pids.events", "max") or 0
-        return Usage(cpu, mem, peak, ooms, refused)
+        return Usage(cpu, mem, peak, ooms, refused, throttled)
 
     def close(self) -> Usage | None:
         """Kill everything in the group, remove it; the usage just before (None if closed)."""

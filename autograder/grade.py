@@ -35,6 +35,7 @@ from .submissions import Submission, assignments, discover
 
 LIBRARIES = ("numpy", "jsonschema", "ipykernel", "nbclient", "nbformat", "nbgrader", "lreact")
 SKIP_DIRS = {"__pycache__", "wrong_answers", "hostile", ".ipynb_checkpoints"}
+SKIP_SUFFIXES = {".pyc", ".pyo", ".md"}   # byte code and prose cannot change a score
 
 
 # --- the cache key -----------------------------------------------------------------------
@@ -46,12 +47,13 @@ def code_dirs() -> list[Path]:
 
 
 def code_fingerprint(dirs=None) -> str:
-    """A hash of every file under ``dirs`` (names and bytes; caches and catalogues skipped)."""
+    """A hash of every file under ``dirs`` (names and bytes; byte code, docs and the
+    catalogues skipped)."""
     h = hashlib.sha256()
     for d in sorted(Path(p) for p in (dirs or code_dirs())):
         for f in sorted(d.rglob("*")):
             rel = f.relative_to(d)
-            if not f.is_file() or SKIP_DIRS & set(rel.parts) or f.suffix in (".pyc", ".pyo"):
+            if not f.is_file() or SKIP_DIRS & set(rel.parts) or f.suffix in SKIP_SUFFIXES:
                 continue
             h.update(f"{d.name}/{rel.as_posix()}\0".encode())
             h.update(hashlib.sha256(f.read_bytes()).digest())
@@ -92,7 +94,8 @@ REASONS = (  # (words in the failure text, reason)
     (("invalid notebook", "not a notebook"), "not a notebook"),
     (("no notebook",), "no notebook"),
     (("timeout", "took too long", "timed out"), "timeout"),
-    (("kernel died", "died", "deadkernel"), "kernel died"),
+    (("kernel died", "died", "deadkernel", "process ended", "ended without", "is gone"),
+     "kernel died"),
 )
 
 
@@ -123,10 +126,12 @@ def zero_record(sub: Submission, source: Path | None, reason: str) -> dict:
 
 
 def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Path | None,
-              code: str, *, timeout: float = 60, sandbox: str = "auto") -> dict:
-    """Grade (or fetch from the cache) one submission; a plain dict, JSON-ready."""
+              code: str, *, timeout: float = 60, sandbox: str = "auto", run=None) -> dict:
+    """Grade (or fetch from the cache) one submission; a plain dict, JSON-ready.
+    ``run``: extra keyword arguments for ``engine.grade_notebook`` (the pool, the state)."""
     if source is None:
-        return {**zero_record(sub, None, sub.problem or "no notebook"), "cached": False}
+        return {**zero_record(sub, None, sub.problem or "no notebook"), "cached": False,
+                "submitted": None}
     key = cache_key(sub, source, options, code)
     cached = cache_dir / f"{key}.json" if cache_dir else None
     if cached and cached.exists():
@@ -134,7 +139,7 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
             record = json.loads(cached.read_text(encoding="utf-8"))
             # identical bytes from two students share one grading; the names are theirs
             record.update(student=sub.student, assignment=sub.assignment, origin=sub.origin,
-                          cached=True)
+                          submitted=_path(sub), cached=True)
             return record
         except ValueError:
             pass
@@ -143,7 +148,7 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
     else:
         try:
             r = engine.grade_notebook(sub.assignment, sub.notebook, timeout, source=source,
-                                      sandbox=sandbox)
+                                      sandbox=sandbox, **(run or {}))
         except getattr(engine, "SandboxUnavailable", ()):
             raise
         except Exception as e:  # noqa: BLE001 - one submission never stops the class
@@ -167,7 +172,12 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
         tmp.replace(cached)
         record = json.loads(cached.read_text(encoding="utf-8"))
     record["cached"] = False
+    record["submitted"] = _path(sub)
     return record
+
+
+def _path(sub: Submission) -> str | None:
+    return str(sub.notebook) if sub.notebook is not None else None
 
 
 def _plain(value):
@@ -190,11 +200,11 @@ def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
     ``root`` and read the hand grades back (what the ``grade`` command does; selfcheck and
     the benchmark leave it off). ``code``: the code fingerprint (tests pass their own).
     """
-    state = Path(state or paths.STATE_DIR)
+    folders = _state(state)
     known = assignments(root)
     if not known:
         raise SystemExit(f"no source notebooks under {Path(root) / 'solutions'}")
-    subs = discover(Path(folder), known, state / "unzipped")
+    subs = discover(Path(folder), known, folders["unzipped"])
     jobs = max(1, jobs or os.cpu_count() or 1)
     options = options_key(timeout, sandbox)
     code = code or code_fingerprint()
@@ -207,21 +217,20 @@ def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=len(subs), desc="grading", unit="submission", file=sys.stderr)
-    pool_api = hasattr(engine, "warm_pool") and hasattr(engine, "drain_pool")
-    if pool_api:
-        engine.warm_pool(min(jobs, max(1, len(subs))))
+    run, pool = _runner(folders, min(jobs, max(1, len(subs))))
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            cache_dir = state / "cache" if cache else None
-            futures = [pool.submit(grade_one, s, known.get(s.assignment), options, cache_dir,
-                                   code, timeout=timeout, sandbox=sandbox) for s in subs]
+        with ThreadPoolExecutor(max_workers=jobs) as workers:
+            cache_dir = folders["cache"] if cache else None
+            futures = [workers.submit(grade_one, s, known.get(s.assignment), options,
+                                      cache_dir, code, timeout=timeout, sandbox=sandbox,
+                                      run=run) for s in subs]
             for f in as_completed(futures):
                 records.append(f.result())
                 if bar:
                     bar.update(1)
     finally:
-        if pool_api:
-            engine.drain_pool()
+        if pool is not None:
+            pool.drain()
     if bar:
         bar.close()
     records.sort(key=lambda r: (r["student"], r["assignment"]))
@@ -231,6 +240,33 @@ def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
     if out:
         write_csv(records, known, Path(out))
     return records, failures
+
+
+def _state(state) -> dict:
+    """The folders this module writes, under the grader's state folder (``--state``)."""
+    if hasattr(paths, "state"):
+        st = paths.state(state)
+        return {"state": st, "cache": st.cache, "unzipped": st.unzipped}
+    base = Path(state or paths.STATE_DIR)
+    return {"state": base, "cache": base / "cache", "unzipped": base / "unzipped"}
+
+
+def _runner(folders: dict, size: int):
+    """(extra arguments for engine.grade_notebook, the pool to drain): one pool of warm
+    grading processes for the whole class, in the state folder."""
+    import inspect
+    params = inspect.signature(engine.grade_notebook).parameters
+    if "pool" in params and "state" in params:
+        from .pool import ProcessPool
+        pool = ProcessPool(folders["state"], size=size)
+        return {"pool": pool, "state": folders["state"]}, pool
+    if hasattr(engine, "warm_pool"):
+        engine.warm_pool(size)
+
+        class _Default:
+            drain = staticmethod(engine.drain_pool)
+        return {}, _Default()
+    return {}, None
 
 
 def record_in_gradebook(records, known: dict, root: Path) -> None:

@@ -144,6 +144,11 @@ class CourseGradebook:
                                             assignment)
         return Path(folder) / f"{notebook}.ipynb"
 
+    def submitted_path(self, student: str, assignment: str, notebook: str) -> Path:
+        folder = self.coursedir.format_path(self.coursedir.submitted_directory, student,
+                                            assignment)
+        return Path(folder) / f"{notebook}.ipynb"
+
     # --- assignments -------------------------------------------------------------------
 
     def sync_assignment(self, assignment: str, source: Path) -> None:
@@ -237,7 +242,25 @@ class CourseGradebook:
                         grade.needs_manual_grade = False
             gb.db.commit()
         self._write_autograded(dest, graded_nb, info["schemes"])
+        self._write_submitted(record, nbname, now if changed or previous is None else None)
         return flagged
+
+    def _write_submitted(self, record: dict, nbname: str, when) -> None:
+        """nbgrader's ``submitted/<student>/<assignment>/``: the notebook as handed in and its
+        ``timestamp.txt`` (formgrader counts submissions there; ``nbgrader autograde`` reads
+        it)."""
+        theirs = record.get("submitted")
+        if not theirs or not Path(theirs).is_file():
+            return
+        dest = self.submitted_path(record["student"], record["assignment"], nbname)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        body = Path(theirs).read_bytes()
+        if not dest.exists() or dest.read_bytes() != body:
+            dest.write_bytes(body)
+        stamp = dest.parent / "timestamp.txt"
+        if when is not None or not stamp.exists():
+            when = when or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+            stamp.write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), encoding="utf-8")
 
     def _write_autograded(self, dest: Path, graded_nb, schemes: dict) -> None:
         nb = nbformat.from_dict(copy.deepcopy(dict(graded_nb)))
@@ -246,8 +269,9 @@ class CourseGradebook:
             cells.append(cell)
             gid = grade_id(cell)
             if gid in schemes:
-                text = (f"**Mark scheme for `{gid}`** (instructor only; from the source "
-                        f"notebook)\n\n{MARK_SCHEME_BEGIN}\n{schemes[gid]}\n{MARK_SCHEME_END}")
+                text = (f"{MARK_SCHEME_BEGIN}\n**Mark scheme for `{gid}`** (instructor only; "
+                        f"the model answer of the source notebook)\n\n{schemes[gid]}\n"
+                        f"{MARK_SCHEME_END}")
                 cells.append(nbformat.v4.new_markdown_cell(
                     text, id=f"mark-scheme-{gid}"[:64],
                     metadata={"lreact": {"mark_scheme": gid}}))

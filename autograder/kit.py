@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from . import paths
@@ -58,7 +59,7 @@ def build(state: paths.State) -> Path:
     kit = state.kit / digest()
     if (kit / "runner.py").exists():
         return kit
-    tmp = state.kit / f".{kit.name}.{os.getpid()}"
+    tmp = state.kit / f".{kit.name}.{os.getpid()}.{threading.get_ident()}"
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "autograder").mkdir(parents=True)
     shutil.copy(HERE / "runner.py", tmp / "runner.py")

@@ -7,8 +7,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = "lecture-ReAct-exercises"
 LAB = "lecture-ReAct-lab"
-ASSIGNMENTS = (EXERCISES, LAB)
-SHORT = {EXERCISES: "exercises", LAB: "lab"}
+LAB2 = "lecture-ReAct-lab2"
+ASSIGNMENTS = (EXERCISES, LAB, LAB2)
+SHORT = {EXERCISES: "exercises", LAB: "lab", LAB2: "lab"}
 
 SOURCE_DIR = ROOT / "solutions"
 WRONG_ANSWERS_DIR = ROOT / "autograder" / "wrong_answers"

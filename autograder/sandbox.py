@@ -24,10 +24,13 @@ How the engine uses it::
     run = sandbox.launch(kit, sys.executable, ["--fd", "3"], wall_seconds=wall,
                          cpu_seconds=..., scratch_base=...)   # the cgroup exists from here
     proc = subprocess.Popen(run.cmd, ..., start_new_session=True)
-    run.start_clock(proc)          # or proc = run.popen(...), which does both
-    ...                            # talk to proc; run.timed_out tells a wall-clock kill
-    run.cleanup()                  # kills every process of the run, removes its cgroup,
-    run.final_usage                # Usage(cpu_seconds, memory_peak_bytes, oom_kills, ...)
+    run.start_clock(proc)          # or proc = run.popen(...), which does both; a warm
+                                   # process may set run.wall_seconds just before this
+    ...                            # talk to proc; run.kill() ends the whole run early;
+                                   # run.timed_out tells a wall-clock kill; run.usage() now
+    run.cleanup()                  # on every path: kills every process of the run, removes
+    run.final_usage                # its cgroup; Usage(cpu_seconds, memory_peak_bytes,
+                                   # oom_kills, pids_refused, cpu_throttled) or None
 """
 from __future__ import annotations
 
@@ -309,8 +312,9 @@ class Launch:
 
     def kill(self) -> None:
         """Kill every process of the run now (the cgroup; without one, the process group)."""
-        if self.group is not None:
-            self.group.kill(wait=5.0)
+        group = self.group
+        if group is not None:
+            group.kill(wait=5.0)
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

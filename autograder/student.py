@@ -189,6 +189,7 @@ def main(rfd: int, wfd: int) -> int:
 def preload() -> None:
     """What every run needs, imported before the job arrives (a warm process)."""
     import numpy  # noqa: F401
+    import matplotlib.pyplot  # noqa: F401 - the lab's setup cell imports it
     import IPython.core.interactiveshell  # noqa: F401
     import lreact  # noqa: F401
     import lreact.reference  # noqa: F401

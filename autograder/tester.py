@@ -76,7 +76,7 @@ class Unavailable:
         return f"<unavailable: {self._why}>"
 
 
-class Tests:
+class TrustedCells:
     """The test cells' namespace and the requests the student process may make of us."""
 
     def __init__(self, link_pipe: Pipe, events, timeout: float):
@@ -199,6 +199,8 @@ class Tests:
             error = f"the answers cannot be reached: {self.stopped}"
         except BaseException as e:  # noqa: BLE001 - the test did not run to its end
             error = first_line(f"{type(e).__name__}: {e}") or type(e).__name__
+            if self.stopped and isinstance(e, NameError):
+                error = f"{error} (the answers cannot be reached: {self.stopped})"
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = saved
@@ -274,7 +276,7 @@ def main(rfd: int, wfd: int, result_fd: int) -> int:
     cwd = job.get("cwd") or "."
     os.makedirs(cwd, exist_ok=True)
     os.chdir(cwd)
-    tests = Tests(Pipe(rfd, wfd), events, job.get("timeout", 60))
+    tests = TrustedCells(Pipe(rfd, wfd), events, job.get("timeout", 60))
     results = {}
     failure = None
     started = time.monotonic()
@@ -309,6 +311,7 @@ def main(rfd: int, wfd: int, result_fd: int) -> int:
 def preload() -> None:
     """What every run needs, imported before the job arrives (a warm process)."""
     import numpy  # noqa: F401
+    import matplotlib.pyplot  # noqa: F401 - the lab's setup cell imports it
     import jsonschema  # noqa: F401
     import lreact  # noqa: F401
     import lreact.checks  # noqa: F401

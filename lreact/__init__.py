@@ -7,16 +7,26 @@ One module per idea of the lecture:
 - ``openai_compat``  OpenAICompatLLM: the same protocol on llama-server, vLLM, LM Studio
 - ``backends``  ``configured_llm()``: the backend chosen by LREACT_BACKEND / LREACT_BASE_URL
 - ``setup``     ``check_setup()``: is the server running, is the model there, does it call tools
+- ``harness``   second lab, Part C: format errors, repetition, RunResult, compaction (reference)
 - ``mistral``   Part IV, the Mistral tool template ([AVAILABLE_TOOLS], [TOOL_CALLS]) as text
 - ``tools``     Part III, example tools (offline weather table, safe arithmetic) and their schemas
 - ``sampling``  Part I, reference softmax / temperature / top-k / top-p / sampling
 - ``chatml``    Part IV, the Qwen2.5 chat template as text
-- ``grammar``   Part I, a toy vocabulary and grammar for constrained decoding
+- ``grammar``   Part I, a toy vocabulary and grammar for constrained decoding, and
+                ``constrained_step``: the lecture's masked distribution P' on it
 - ``checks``    comparison helpers the graded tests use (plain numbers, never ``__eq__``)
 - ``labchecks`` the lab's test helpers (messages as plain tuples, what the model received,
                 a chi-square test, ``reference()``: private copies of the reference code)
 - ``traces``    the Berlin trace and a longer multi-tool run, with token counts (Part IV)
-- ``widgets``   the lecture's interactive widgets (ipywidgets + matplotlib)
+- ``examples``  the lecture's example next-token distributions (named tokens, logits)
+- ``figures``   the lecture's pictures (the panels the widgets redraw, the static figures)
+- ``canvas``    matplotlib's Agg canvas into PNG bytes, and a blitter for fast redraws
+- ``widgets``   the lecture's interactive widgets (ipywidgets), one call each
+- ``mcp_server``  Part III, the lab's MCP server (official SDK, stdio): tools, a resource, a prompt
+- ``mcp_client``  MCPConnection: a blocking MCP client with timeouts that records the JSON-RPC
+- ``textreact``  Part II, ReAct in plain text: the exemplar, the stop sequence, text completion
+- ``codeact``   Part III, run_python: one code action in a fresh, sandboxed interpreter
+- ``actionchecks``  the second lab's Part D test helpers (plain JSON, test doubles)
 """
 from .messages import (
     AssistantMessage,
@@ -42,6 +52,9 @@ from .models import (
 )
 from .openai_compat import EngineError, OpenAICompatLLM
 from .setup import check_setup
+from .mcp_client import MCPConnection
+from .codeact import run_python
+from .textreact import ScriptedCompletion
 
 __all__ = [
     "AssistantMessage", "Message", "RunResult", "SystemMessage", "ToolCall", "ToolCallError",
@@ -50,4 +63,5 @@ __all__ = [
     "default_model", "check_setup",
     "ModelError", "EngineError", "OpenAICompatLLM", "configured_llm", "configured_backend",
     "describe_backend",
+    "MCPConnection", "run_python", "ScriptedCompletion",
 ]

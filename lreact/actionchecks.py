@@ -4,7 +4,9 @@ Test cells import these inside each cell.  They turn what a student's function r
 plain JSON values before any comparison (never the object's own ``__eq__``), check the shape of
 a function-calling schema, and build the test doubles: an in-process stand-in for the lab's MCP
 server with the same tool listing (``fake_server``; ``tests/test_actionchecks.py`` keeps the
-listing equal to the real server's) and a recording code runner (``RecordingRunner``).
+listing and the answers equal to the real server's) and a recording code runner
+(``RecordingRunner``).  Nothing here computes an answer of the lab: the expected values live in
+the test cells.
 Nothing here prints.  Lecture: Part III, "Standardising tools: MCP (Model Context Protocol)",
 "Specific tools vs a code tool"; Part II, "The core definition of ReAct".
 """
@@ -51,43 +53,20 @@ def plain_json(value, name="the result", hint=""):
               f"{e}", hint)
 
 
-def expected_schema(tool: dict) -> dict:
-    """The function-calling schema of one listed tool, as the task defines it."""
-    return {"type": "function",
-            "function": {"name": tool["name"], "description": tool.get("description") or "",
-                         "parameters": tool.get("input_schema") or {"type": "object",
-                                                                    "properties": {}}}}
+def _arithmetic(operation, a, b):
+    """The fake server's arithmetic tool: the same answers and error text as lreact.mcp_server."""
+    if operation == "divide" and b == 0:
+        raise ValueError("division by zero: b must not be 0")
+    value = {"add": a + b, "subtract": a - b, "multiply": a * b, "divide": a / b if b else 0}[operation]
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _server_handlers():
-    """The fake server's tools: the same answers and error texts as lreact.mcp_server."""
-    from .tools import WEATHER
-
-    by_lower = {name.lower(): name for name in WEATHER}
-
-    def get_weather(city, unit="celsius"):
-        key = by_lower.get(str(city).strip().lower())
-        if key is None:
-            raise ValueError(f"unknown city {city!r}; known cities: {', '.join(sorted(WEATHER))}")
-        row = WEATHER[key]
-        if unit == "fahrenheit":
-            return f"{round(row['temp_c'] * 9 / 5 + 32)}°F, {row['condition']}"
-        return f"{row['temp_c']}°C, {row['condition']}"
-
-    def arithmetic(operation, a, b):
-        if operation == "divide" and b == 0:
-            raise ValueError("division by zero: b must not be 0")
-        value = {"add": a + b, "subtract": a - b, "multiply": a * b,
-                 "divide": a / b if b else 0}[operation]
-        return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-    return {"get_weather": get_weather, "arithmetic": arithmetic}
-
-
-def fake_server(handlers=None, failures=None, tools=None) -> ScriptedMCPConnection:
-    """A ScriptedMCPConnection listing the lab server's tools (or ``tools``), answering like it
-    (``handlers`` replace or add tools; ``failures`` make ``call_tool`` itself raise)."""
-    merged = {**_server_handlers(), **(handlers or {})}
+def fake_server(get_weather, handlers=None, failures=None, tools=None) -> ScriptedMCPConnection:
+    """A ScriptedMCPConnection listing the lab server's tools (or ``tools``) and answering like
+    it.  ``get_weather`` is the weather function behind the tool (a test passes the course's,
+    from ``lreact.labchecks.reference``); ``handlers`` replace or add tools; ``failures`` make
+    ``call_tool`` itself raise."""
+    merged = {"get_weather": get_weather, "arithmetic": _arithmetic, **(handlers or {})}
     return ScriptedMCPConnection(SERVER_TOOLS if tools is None else tools, merged,
                                  failures=failures)
 

@@ -8,8 +8,9 @@ the calling process and returns what happened as a plain dict::
 
 Limits on every run: wall-clock ``timeout`` (the whole process tree is killed), CPU seconds,
 address space (``memory`` bytes per process), number of processes, size of each written file,
-and output: at most ``max_output`` characters of stdout and of stderr are kept (the rest is
-read and thrown away, so a flood cannot fill the caller's memory).
+and output: at most ``max_output`` bytes of stdout (its beginning) and of stderr (its beginning
+and its end, where the error is) are kept; the rest is read and thrown away, so a flood cannot
+fill the caller's memory, and a marker says how much was dropped.
 
 Isolation, where bubblewrap (``bwrap``) works on this machine: no network (own network
 namespace), own PID namespace (nothing outlives the run), a read-only view of the system and of
@@ -216,24 +217,35 @@ def isolation() -> str:
 
 # --- output capture --------------------------------------------------------------------------
 class _Capture(threading.Thread):
-    """Reads a pipe to its end, keeping at most ``limit`` bytes."""
+    """Reads a pipe to its end, keeping at most ``limit`` bytes: the first ones, or (``tail``)
+    the first and the last half, since the end of an error output says what went wrong."""
 
-    def __init__(self, pipe, limit):
+    def __init__(self, pipe, limit, tail=False):
         super().__init__(daemon=True)
-        self.pipe, self.limit = pipe, limit
-        self.kept, self.dropped = bytearray(), 0
+        self.pipe, self.limit, self.tail = pipe, limit, tail
+        self.head_limit = limit - limit // 2 if tail else limit
+        self.kept, self.last, self.dropped = bytearray(), bytearray(), 0
 
     def run(self):
         try:
             while True:
-                chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else \
-                    self.pipe.read(65536)
+                chunk = self.pipe.read1(65536)
                 if not chunk:
                     break
-                room = self.limit - len(self.kept)
+                room = self.head_limit - len(self.kept)
                 if room > 0:
                     self.kept += chunk[:room]
-                self.dropped += max(0, len(chunk) - max(room, 0))
+                    chunk = chunk[room:]
+                if not chunk:
+                    continue
+                if self.tail:
+                    self.last += chunk
+                    excess = len(self.last) - (self.limit - self.head_limit)
+                    if excess > 0:
+                        self.dropped += excess
+                        del self.last[:excess]
+                else:
+                    self.dropped += len(chunk)
         except (OSError, ValueError):
             pass
 
@@ -241,7 +253,9 @@ class _Capture(threading.Thread):
         out = self.kept.decode("utf-8", errors="replace")
         if self.dropped:
             out += f"\n... [output truncated: {self.dropped} more bytes]"
-        return out
+            if self.last:
+                out += "\n"
+        return out + self.last.decode("utf-8", errors="replace")
 
 
 def _check_number(value, name, minimum):
@@ -294,7 +308,7 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, cwd=str(kit), env=env,
                                 start_new_session=True)
-        out, err = _Capture(proc.stdout, max_output), _Capture(proc.stderr, max_output)
+        out, err = _Capture(proc.stdout, max_output), _Capture(proc.stderr, max_output, tail=True)
         out.start()
         err.start()
         timed_out = False

@@ -16,6 +16,8 @@ import zlib
 
 import numpy as np
 
+from .reference import reference_implementation
+
 EOS = "<eos>"
 CITIES = ['"Berlin"', '"Paris"', '"Tokyo"']
 EXPRESSIONS = ['"2+2"', '"17*3"']
@@ -110,3 +112,26 @@ def toy_logits(prefix_ids, bonus: float = 7.0) -> np.ndarray:
     for i in allowed_tokens(state):
         z[i] += bonus
     return z
+
+
+@reference_implementation  # the lecture's P', which the lab's constrained_probs computes
+def constrained_step(prefix_ids):
+    """One step of constrained decoding after ``prefix_ids`` (lecture: "Constrained Decoding"):
+    a dict with the state s_t, the allowed set A(s_t), the model's P, the masked and renormalised
+    P' = 1[i in A(s_t)] P_i / sum_{j in A(s_t)} P_j, the mass of P the mask removed, and ``done``
+    (the grammar is finished: A(s_t) is empty, P' is all zeros and nothing is removed)."""
+    from .sampling import softmax
+
+    state = start()
+    for i in prefix_ids:
+        state = advance(state, i)
+    P = softmax(toy_logits(prefix_ids))
+    allowed = allowed_tokens(state)
+    if not allowed:
+        return {"state": state, "allowed": [], "P": P, "P_prime": np.zeros(len(P)),
+                "removed_mass": 0.0, "done": True}
+    mask = np.zeros(len(P), bool)
+    mask[allowed] = True
+    P_prime = np.where(mask, P, 0.0)
+    return {"state": state, "allowed": allowed, "P": P, "P_prime": P_prime / P_prime.sum(),
+            "removed_mass": float(P[~mask].sum()), "done": False}

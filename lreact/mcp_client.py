@@ -131,6 +131,7 @@ class MCPConnection:
         self.timeout = float(timeout)
         self.messages: list = []
         self.initialize_result = None
+        self.start_timeout = float(start_timeout)
         self._env = dict(env or {})
         # the child gets only a minimal environment from the SDK: pass on where lreact lives
         for name in ("PYTHONPATH", "LREACT_GRADING"):
@@ -146,7 +147,7 @@ class MCPConnection:
         self._thread = threading.Thread(target=self._run_loop, name="mcp-client", daemon=True)
         self._thread.start()
         self._main = asyncio.run_coroutine_threadsafe(self._hold_session(), self._loop)
-        if not self._ready.wait(float(start_timeout)):
+        if not self._ready.wait(self.start_timeout + 5.0):
             tail = self._log_tail()
             self.close()
             raise MCPTimeout(f"the MCP server {' '.join(self.command)!r} did not finish "
@@ -154,7 +155,8 @@ class MCPConnection:
         if self._failure is not None:
             failure, tail = self._failure, self._log_tail()
             self.close()
-            raise MCPClientError(f"could not start the MCP server {' '.join(self.command)!r}: "
+            kind = MCPTimeout if failure.startswith("no answer to initialize") else MCPClientError
+            raise kind(f"could not start the MCP server {' '.join(self.command)!r}: "
                                  f"{failure}" + tail)
 
     # -- the event loop thread -----------------------------------------------------------------
@@ -172,9 +174,15 @@ class MCPConnection:
             async with stdio_client(params, errlog=self._errlog) as (read, write):
                 reader = _RecordingReader(read, self.messages)
                 writer = _RecordingWriter(write, self.messages)
-                async with ClientSession(reader, writer,
-                                         read_timeout_seconds=self.timeout) as session:
-                    self.initialize_result = await session.initialize()
+                # timeouts are enforced per request below (initialize gets start_timeout)
+                async with ClientSession(reader, writer) as session:
+                    try:
+                        self.initialize_result = await asyncio.wait_for(session.initialize(),
+                                                                        self.start_timeout)
+                    except asyncio.TimeoutError:
+                        self._failure = (f"no answer to initialize within "
+                                         f"{self.start_timeout:g} s")
+                        raise
                     self._session = session
                     self._ready.set()
                     await self._stop.wait()
@@ -189,10 +197,11 @@ class MCPConnection:
     def _request(self, what, make_coro):
         if self._closed or self._session is None:
             raise MCPClientError(f"{what}: the connection is closed")
-        future = asyncio.run_coroutine_threadsafe(make_coro(self._session), self._loop)
+        future = asyncio.run_coroutine_threadsafe(
+            asyncio.wait_for(make_coro(self._session), self.timeout), self._loop)
         try:
             return future.result(self.timeout + 5.0)
-        except FutureTimeout:
+        except (FutureTimeout, asyncio.TimeoutError, TimeoutError):
             future.cancel()
             raise MCPTimeout(f"{what}: no answer from the MCP server within "
                              f"{self.timeout:g} s") from None

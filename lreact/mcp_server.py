@@ -12,9 +12,10 @@ Built with the official ``mcp`` SDK and served over stdio, so a client starts it
 A tool that fails raises ``ToolError``; the SDK turns that into a result with ``is_error`` set
 and the message as its text, which is what the lab's ``call_mcp_tool`` must pass on.
 
-The tool functions live inside ``build_server()`` on purpose: they are this server's
-implementation, not importable answers to the first lab's ``get_weather``.  The server runs in a
-process of its own, started by ``lreact.mcp_client.MCPConnection``.
+The server implements its tools itself, on the weather table of ``lreact.tools``, rather than
+calling ``lreact.tools.get_weather``: that is the course's reference version of a lab answer,
+which a grading run withholds from the student's process and from everything it starts.  The
+server runs in a process of its own, started by ``lreact.mcp_client.MCPConnection``.
 """
 import math
 import sys

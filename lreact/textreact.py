@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import copy
 
+from .models import ScriptExhaustedError  # also what a ScriptedCompletion raises
+
 STOP = "\nObservation:"
 FINISH = "finish"
 INVALID = "Invalid action"
@@ -76,10 +78,6 @@ EXEMPLAR = _exemplar()
 def first_prompt(question: str, exemplar: str = EXEMPLAR) -> str:
     """The layout of the first prompt, for demo cells: exemplar, question, an open Thought."""
     return f"{exemplar}\n\nQuestion: {question}\nThought:"
-
-
-class ScriptExhaustedError(RuntimeError):
-    """A ScriptedCompletion was asked for more continuations than it has."""
 
 
 class ScriptedCompletion:
@@ -133,12 +131,10 @@ class RecordingCompletion:
 
 
 def observations(prompt: str, start: int = 0) -> list:
-    """The observation lines the runtime wrote into ``prompt`` after position ``start``."""
-    found = []
-    for line in prompt[start:].split("\n"):
-        if line.startswith("Observation: "):
-            found.append(line[len("Observation: "):])
-    return found
+    """The observations the runtime wrote into ``prompt`` after position ``start``: the text
+    after each ``"\nObservation: "`` up to the next ``"\nThought:"``."""
+    parts = prompt[start:].split("\nObservation: ")[1:]
+    return [part.split("\nThought:")[0] for part in parts]
 
 
 def configured_complete(*, max_tokens=200, timeout=None, **options):

@@ -1,6 +1,8 @@
 """Benchmark: our grader (2 workers, sandboxed) vs plain sequential ``nbgrader autograde``.
 
-    python scripts/benchmark_grading.py [--n 40] [--jobs 2] [--assignment lecture-ReAct-lab]
+    python -m scripts.benchmark_grading [--n 40] [--jobs 2] [--assignment lecture-ReAct-lab]
+
+(run from the repository root, so that the ``autograder`` package is importable).
 
 Grades N identical copies of the assignment's solution both ways, checks that every
 student gets the same score on every test cell from both, and prints the wall-time ratio
@@ -18,11 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from autograder import paths
+from autograder.grade import grade_all
 
-from autograder import paths  # noqa: E402
-from autograder.grade import grade_all  # noqa: E402
+ROOT = paths.ROOT
 
 
 def nbgrader_scores(course: Path, aid: str) -> dict:

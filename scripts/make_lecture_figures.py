@@ -1,6 +1,6 @@
 """Regenerate the static fallback images of the lecture (``lectures/figures/*.png``).
 
-Each widget of the lecture has a picture drawn by the same package code, so the notebooks read
+Each widget of the lecture has a picture drawn by the same package code (``lreact.figures``), so the notebooks read
 on GitHub and nbviewer where widgets do not run; the evidence figures of Part I and II are drawn
 from the numbers the lecture cites.  Run:  python scripts/make_lecture_figures.py
 """
@@ -13,7 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from lreact import widgets
+from lreact import figures
 
 OUT = Path(__file__).resolve().parent.parent / "lectures" / "figures"
 DPI = 100
@@ -78,8 +78,8 @@ def three_loops_figure():
             _arrow(ax, (0.3, -0.52), (0.3, 0.62), "observation", rad=0.3)
         if i in (0, 2):
             _arrow(ax, (0.55, 1.0), (0.55, 0.75), "", rad=-2.5, colour="#2ca02c")
-            ax.text(0.95, 1.3, "thought (no observation)", fontsize=9, color="#2ca02c",
-                    ha="center")
+            ax.text(1.28, 1.3, "thought (no observation)", fontsize=9, color="#2ca02c",
+                    ha="right")  # ends inside the panel, not at the edge of the picture
     fig.tight_layout()
     return fig
 
@@ -108,6 +108,7 @@ def thought_ablation_figure():
     ax1.legend(fontsize=8, frameon=False, loc="upper left")
     ax3.bar([0, 1], [47.7, 23.1], color=["#1f77b4", "#d62728"])
     ax3.set_xticks([0, 1], ["with general\ndata", "trajectories\nonly"], fontsize=8)
+    ax3.set_ylim(0, 55)  # room above the tallest bar for its label
     ax3.set_title("MMLU accuracy (%)", fontsize=10)
     for j, v in enumerate([47.7, 23.1]):
         ax3.text(j, v + 0.8, f"{v}", ha="center", fontsize=8)
@@ -118,14 +119,10 @@ def thought_ablation_figure():
 
 
 FIGURES = {
-    "temperature.png": lambda: widgets.temperature_figure(),
-    "temperature-seed-example.png": lambda: widgets.temperature_figure(
-        widgets.SEED_EXAMPLE, (0.0, 0.5, 1.0, 5.0)),
-    "truncation.png": lambda: widgets.truncation_figure(k=5, p=0.9, T=1.0),
-    "constrained-decoding.png": lambda: widgets.constrained_figure(3),
-    "context-budget-berlin.png": lambda: widgets.context_budget_figure(
-        "Berlin trace (1 tool call)"),
-    "context-budget-multi-tool.png": lambda: widgets.context_budget_figure(
+    "temperature.png": lambda: figures.temperature_figure(),
+    "truncation.png": lambda: figures.truncation_figure(k=5, p=0.9, T=1.0),
+    "constrained-decoding.png": lambda: figures.constrained_figure(3),
+    "context-budget-multi-tool.png": lambda: figures.context_budget_figure(
         "multi-tool run (5 tool calls)"),
     "speculative-speedups.png": speedups_figure,
     "three-loops.png": three_loops_figure,

@@ -1,48 +1,61 @@
 """The grading engine on a tiny fixture assignment (tests/fixtures/autograder/)."""
-import sys
 from pathlib import Path
 
 import pytest
 
+from autograder import paths
+from autograder.engine import grade_notebook, load, merge, replace_cell
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from autograder.engine import grade_notebook, load, merge, replace_cell  # noqa: E402
-
 SRC = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
 pytestmark = pytest.mark.slow
 
 
-def grade(nb):
-    return grade_notebook("tiny", nb, timeout=20, source=SRC)
+@pytest.fixture(scope="module")
+def state(tmp_path_factory):
+    return paths.State(tmp_path_factory.mktemp("state"))
 
 
-def test_source_scores_full_marks_and_lists_manual_cells():
-    r = grade(SRC)
+def grade(nb, state, timeout=20):
+    return grade_notebook("tiny", nb, timeout=timeout, source=SRC, state=state)
+
+
+def test_source_scores_full_marks_and_lists_manual_cells(state):
+    r = grade(SRC, state)
     assert r.scores == {"test_double": (2.0, 2.0), "test_double__array": (1.0, 1.0),
                         "test_halve": (1.0, 1.0)}
     assert r.manual == {"explain": 1.0}
     assert r.errors == {} and r.failure is None
     assert (r.total, r.possible) == (4.0, 4.0)
+    assert r.answers_ran == {"double": True, "halve": True}
 
 
-def test_wrong_answer_loses_only_its_tests_with_the_first_error_line():
+def test_wrong_answer_loses_only_its_tests_with_the_first_error_line(state):
     nb = replace_cell(load(SRC), "double", "def double(x):\n    return x + 2\n")
-    r = grade(nb)
+    r = grade(nb, state)
     assert r.scores["test_double"] == (0.0, 2.0)
     assert r.scores["test_double__array"] == (0.0, 1.0)
     assert r.scores["test_halve"] == (1.0, 1.0)
     assert r.errors["test_double"].startswith("AssertionError: double(3) is wrong")
+    assert r.answers_ran["double"] is True
 
 
-def test_stderr_in_a_test_cell_zeroes_it():
+def test_an_answer_cell_that_raises_is_reported_as_not_run(state):
+    nb = replace_cell(load(SRC), "halve", "def halve(x):\n    return x / 2\nraise ValueError('x')\n")
+    r = grade(nb, state)
+    assert r.answers_ran == {"double": True, "halve": False}
+    assert r.scores["test_halve"] == (1.0, 1.0)     # the function was defined before the raise
+
+
+def test_feedback_notebook_never_holds_hidden_tests_or_solutions(state):
     nb = replace_cell(load(SRC), "halve",
-                      "import sys\ndef halve(x):\n    print('warn', file=sys.stderr)\n"
-                      "    return x / 2\n")
-    r = grade(nb)
-    assert r.scores["test_halve"] == (0.0, 1.0)
-    assert r.errors["test_halve"].startswith("wrote to stderr")
-    assert r.scores["test_double"] == (2.0, 2.0)
+                      "print(In)\nprint(globals().keys())\ndef halve(x):\n    return x / 2\n")
+    r = grade(nb, state)
+    text = str(r.executed)
+    assert "HIDDEN-LINE" not in text and "BEGIN HIDDEN TESTS" not in text
+    assert r.scores["test_halve"] == (1.0, 1.0)
+    test_cell = [c for c in r.executed.cells if c.get("id") == "test_double"][0]
+    assert "assert_close(double(3), 6" in test_cell.source
 
 
 def test_merge_takes_only_answer_cells_and_keeps_stub_for_missing_ones():
@@ -71,25 +84,27 @@ def test_answer_cell_of_the_wrong_type_keeps_the_stub():
     assert "raise NotImplementedError" in [c for c in merged.cells if c.id == "double"][0].source
 
 
-def test_stub_notebook_scores_zero():
-    r = grade(merge(load(SRC), {"cells": []}))
+def test_stub_notebook_scores_zero(state):
+    r = grade(merge(load(SRC), {"cells": []}), state)
     assert r.total == 0.0 and set(r.errors) == set(r.scores)
+    # the stub of double defines a function that raises; the stub of halve raises itself
+    assert r.answers_ran == {"double": True, "halve": False}
 
 
-def test_blanked_test_cell_by_input_transformer_scores_zero():
+def test_input_transformers_in_the_answers_cannot_touch_the_tests(state):
     nb = replace_cell(load(SRC), "double",
                       "get_ipython().input_transformers_cleanup.append(lambda lines: [])\n"
                       "def double(x):\n    return 0\n")
-    r = grade(nb)
+    r = grade(nb, state)
     assert r.scores["test_double"] == (0.0, 2.0)
-    # the guard removed the transformer before each test: the honest answer still counts
-    assert r.scores["test_halve"] == (1.0, 1.0)
+    # the transformer blanks the student's own later cells, never a test cell
+    assert r.scores["test_halve"] == (0.0, 1.0)
 
 
-def test_malformed_notebook_scores_zero_with_a_reason(tmp_path):
+def test_malformed_notebook_scores_zero_with_a_reason(tmp_path, state):
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{not json")
-    r = grade(bad)
+    r = grade(bad, state)
     assert r.total == 0.0 and r.failure.startswith("invalid notebook")
 
 
@@ -98,15 +113,27 @@ def test_replace_cell_unknown_grade_id():
         replace_cell(load(SRC), "nope", "")
 
 
-def test_a_cell_where_the_kernel_dies_scores_zero_even_after_printing_the_sentinel():
-    # the answer finds the sentinel in the calling test's code, prints it, then kills the kernel
-    cheat = ("import sys, os\n"
-             "def double(x):\n"
-             "    for const in sys._getframe(1).f_code.co_consts:\n"
-             "        if isinstance(const, str) and const.startswith('LREACT-DONE-'):\n"
-             "            print(const, flush=True)\n"
-             "    sys.stdout.flush()\n"
-             "    import time; time.sleep(0.5)\n"
-             "    os._exit(0)\n")
-    r = grade(replace_cell(load(SRC), "double", cheat))
-    assert r.total == 0.0 and "kernel died" in r.failure
+def test_an_answer_that_kills_its_process_scores_zero_for_what_needs_it(state):
+    cheat = "import os\ndef double(x):\n    os._exit(0)\n"
+    r = grade(replace_cell(load(SRC), "double", cheat), state)
+    assert r.total == 0.0 and "ended" in r.failure
+    assert "cannot be reached" in r.errors["test_halve"]
+
+
+def test_an_answer_that_hangs_is_stopped_at_the_time_limit(state):
+    nb = replace_cell(load(SRC), "double", "def double(x):\n    while True:\n        pass\n")
+    r = grade(nb, state, timeout=3)
+    assert r.scores["test_double"] == (0.0, 2.0)
+    assert r.errors["test_double"].startswith("timeout")
+    assert "3 s" in r.failure
+
+
+def test_the_verdict_needs_the_test_to_run_to_its_end(state):
+    # an answer that returns an object pretending to be anything gets plain data only
+    cheat = ("class Anything(float):\n"
+             "    def __eq__(self, other):\n        return True\n"
+             "    def __sub__(self, other):\n        return 0.0\n"
+             "    __rsub__ = __sub__\n"
+             "def double(x):\n    return Anything(7.0)\n")
+    r = grade(replace_cell(load(SRC), "double", cheat), state)
+    assert r.scores["test_double"] == (0.0, 2.0)

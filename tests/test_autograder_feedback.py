@@ -1,6 +1,7 @@
 """Feedback HTML: the student's answers, visible tests, scores; never hidden tests or solutions."""
 import html
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -8,7 +9,6 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from autograder.engine import load, replace_cell  # noqa: E402
 from autograder.feedback import feedback_all  # noqa: E402
@@ -17,6 +17,12 @@ from autograder.release import generate  # noqa: E402
 FIX = ROOT / "tests" / "fixtures" / "autograder"
 TINY = FIX / "solutions" / "tiny" / "tiny.ipynb"
 pytestmark = pytest.mark.slow
+
+
+def _course(tmp_path: Path) -> Path:
+    """A throwaway course folder holding the tiny source (its gradebook is written there)."""
+    shutil.copytree(FIX / "solutions", tmp_path / "course" / "solutions")
+    return tmp_path / "course"
 
 
 def _region_lines(source: str, begin: str, end: str) -> list[str]:
@@ -48,8 +54,8 @@ def test_feedback_never_contains_hidden_tests_or_solutions(tmp_path):
     wrong = replace_cell(wrong, "explain", "It is linear <script>alert('x')</script>.")
     (tmp_path / "subs" / "eve" / "tiny").mkdir(parents=True)
     nbformat.write(wrong, tmp_path / "subs" / "eve" / "tiny" / "tiny.ipynb")
-    written = feedback_all(tmp_path / "subs", tmp_path / "fb", root=FIX, jobs=1, timeout=20,
-                           state=tmp_path / "state")
+    written = feedback_all(tmp_path / "subs", tmp_path / "fb", root=_course(tmp_path), jobs=1,
+                           timeout=20, state=tmp_path / "state")
     assert [p.relative_to(tmp_path / "fb").as_posix() for p in written] == ["eve/tiny.html"]
     page = written[0].read_text()
     text = _text(page)
@@ -114,8 +120,8 @@ def test_feedback_shows_answers_as_text_and_drops_markup_outputs(tmp_path):
     evil = replace_cell(evil, "explain", "# Heading?\n<img src=x onerror=alert('from-md')>")
     (tmp_path / "subs" / "mallory" / "tiny").mkdir(parents=True)
     nbformat.write(evil, tmp_path / "subs" / "mallory" / "tiny" / "tiny.ipynb")
-    page = feedback_all(tmp_path / "subs", tmp_path / "fb", root=FIX, jobs=1, timeout=20,
-                        state=tmp_path / "state")[0].read_text()
+    page = feedback_all(tmp_path / "subs", tmp_path / "fb", root=_course(tmp_path), jobs=1,
+                        timeout=20, state=tmp_path / "state")[0].read_text()
     # the payloads may be shown as (escaped) source text, but never as live script
     scripts, handlers = _live_script(page)
     assert not [s for s in scripts if "alert(" in s], scripts

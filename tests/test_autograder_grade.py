@@ -1,5 +1,6 @@
-"""`python -m autograder grade`: layouts, zips (safely), CSV, cache, malformed notebooks."""
+"""`python -m autograder grade`: layouts, zips (safely), CSV, cache, malformed notebooks, help."""
 import csv
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -9,7 +10,6 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from autograder.engine import load, replace_cell  # noqa: E402
 from autograder.release import generate  # noqa: E402
@@ -35,20 +35,24 @@ def _class(folder: Path) -> None:
 @pytest.mark.slow
 def test_grade_command_writes_the_grade_sheet_and_caches(tmp_path):
     subs, state, out = tmp_path / "subs", tmp_path / "state", tmp_path / "grades.csv"
+    course = tmp_path / "course"
+    shutil.copytree(FIX / "solutions", course / "solutions")
     _class(subs)
     cmd = [sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
-           "--jobs", "2", "--timeout", "20", "--root", str(FIX), "--state", str(state)]
+           "--jobs", "2", "--timeout", "20", "--root", str(course), "--state", str(state)]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     rows = list(csv.reader(out.open()))
     assert rows[0] == ["student", "assignment", "test_double", "test_double__array",
-                       "test_halve", "total", "needs_manual_grade"]
-    by = {r[0]: r for r in rows[1:]}
-    assert by["alice"][2:] == ["2", "1", "1", "4", "true"]
-    assert by["bob"][2:6] == ["0", "0", "0", "0"]
-    assert by["carol"][2:6] == ["2", "1", "0", "3"]
-    assert by["dave"][2:6] == ["0", "0", "0", "0"]
-    assert by["mallory"][2:6] == ["0", "0", "0", "0"]
+                       "test_halve", "explain", "total", "max", "needs_manual_grade", "reason"]
+    by = {r[0]: r[2:] for r in rows[1:]}
+    assert by["alice"] == ["2", "1", "1", "", "4", "5", "explain", ""]
+    assert by["bob"] == ["0", "0", "0", "0", "0", "5", "", ""]       # released stub: no answer
+    assert by["carol"][:3] == ["2", "1", "0"] and by["carol"][4] == "3"
+    assert by["dave"][4:] == ["0", "5", "", "not a notebook"]
+    assert by["mallory"][4:] == ["0", "5", "", "bad zip"]
+    assert (course / "gradebook.db").exists()
+    assert (course / "autograded" / "alice" / "tiny" / "tiny.ipynb").exists()
     assert "dave / tiny" in done.stdout and "invalid notebook" in done.stdout
     assert "mallory / tiny" in done.stdout and "unsafe path" in done.stdout
     assert not (tmp_path / "escape").exists()
@@ -66,6 +70,34 @@ def test_discover_reads_nbgrader_folders_zips_and_loose_files(tmp_path):
         ("alice", "tiny"), ("bob", "tiny"), ("carol", "tiny"), ("dave", "tiny"),
         ("mallory", "tiny")]
     assert found[4].notebook is None and "unsafe path" in found[4].problem
+
+
+def test_every_subcommand_documents_every_argument_and_its_default():
+    from autograder.__main__ import parser
+    import argparse
+    top = parser()
+    subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subs.choices) == {"release", "grade", "feedback", "catalogue", "selfcheck"}
+    for name, p in subs.choices.items():
+        assert p.description, name
+        for action in p._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+            if action.option_strings:
+                assert "default" in action.help, (name, action.dest)
+    for name in ("grade", "feedback"):
+        text = subs.choices[name].format_help()
+        for words in ("<student>/<assignment>/<notebook>.ipynb", "<student>_<anything>.zip",
+                      "cache", "formgrader", "make formgrader", "gradebook.db", "--state"):
+            assert words in text, (name, words)
+
+
+def test_help_runs_for_every_subcommand():
+    for name in ("release", "grade", "feedback", "catalogue", "selfcheck"):
+        done = subprocess.run([sys.executable, "-m", "autograder", name, "--help"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "usage:" in done.stdout, (name, done.stderr)
 
 
 def test_extract_zip_refuses_links_and_oversized_members(tmp_path):

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from autograder import sandbox  # noqa: E402
 from autograder.engine import grade_notebook, load, replace_cell  # noqa: E402
@@ -34,9 +33,10 @@ def _grade(source, **kw):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cheat", [TRANSFORMER, PATCH], ids=["transformer", "patch"])
-def test_guard_is_what_stops_in_kernel_cheats(cheat):
-    assert _grade(cheat, guard=False).scores["test_double"] == (2.0, 2.0)   # the cheat works
-    assert _grade(cheat).scores["test_double"] == (0.0, 2.0)                # ... not with us
+def test_in_kernel_cheats_gain_nothing(cheat):
+    # the tests run in the trusted process: what the answers' kernel patches cannot reach them
+    assert _grade("def double(x):\n    return 2 * x\n").scores["test_double"] == (2.0, 2.0)
+    assert _grade(cheat).scores["test_double"] == (0.0, 2.0)
 
 
 # --- running a script in the sandbox, as the engine runs its runner ---------------------------
@@ -78,7 +78,8 @@ class Script:
         self.proc = self.run.popen(stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, cwd=str(kit if
                                    self.run.host_scratch else "/"),
-                                   env={"PATH": ENV_PATH, "HOME": str(scratch), "LANG": "C.UTF-8"})
+                                   env={"PATH": ENV_PATH, "HOME": str(scratch), "LANG": "C.UTF-8",
+                                        "PYTHONUNBUFFERED": "1"})
         self.lines: "queue.Queue[str]" = queue.Queue()
         self.said: list = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -281,9 +282,47 @@ def test_detached_spinners_get_one_core_and_leave_the_neighbour_its_pace(tmp_pat
     ratio = beside / (sum(solo) / len(solo))
     print(f"\nspinner run: {share:.2f} cores; neighbour {ratio:.2f}x its solo time")
     assert len(running) >= 100, "the spinners did not run (the test proves nothing)"
-    assert 0.3 < share <= 1.15, f"100 detached spinners took {share:.2f} cores (quota 1.0)"
-    assert ratio < 2.5, f"the neighbour ran {ratio:.1f}x slower beside the spinners"
+    assert share <= 1.15, f"100 detached spinners took {share:.2f} cores (quota 1.0)"
+    # Fair shares give the neighbour at least half of what the grader's runs get together
+    # (ratio <= 2 even on a loaded machine, about 1 on an idle one); without a cgroup it is
+    # one process against 101 (measured: about 29x). 4 leaves room for a noisy machine.
+    assert ratio < 4, f"the neighbour ran {ratio:.1f}x slower beside the spinners"
     assert spin.alive() == [], "spinners outlived their run"
+
+
+SPINNERS = """\
+import os, time
+for _ in range(4):                 # detached spinners, bounded at 60 s
+    if os.fork() == 0:
+        os.setsid()
+        stop = time.monotonic() + 60
+        while time.monotonic() < stop:
+            pass
+        os._exit(0)
+print("started", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_the_cpu_quota_holds_however_many_processes_a_run_has(tmp_path, confined):
+    # a small quota, so that even a loaded machine leaves the spinners more than it
+    spin = Script(tmp_path, SPINNERS, wall_seconds=120, cpu_cores=0.2)
+    try:
+        spin.wait_for("started")
+        u0, t0 = spin.run.usage(), time.monotonic()
+        for _ in range(20):        # a loaded machine may give the whole group little at first
+            time.sleep(0.5)
+            u1, t1 = spin.run.usage(), time.monotonic()
+            if t1 - t0 >= 2 and u1.cpu_throttled > u0.cpu_throttled:
+                break
+    finally:
+        spin.end()
+    share = (u1.cpu_seconds - u0.cpu_seconds) / (t1 - t0)
+    print(f"\nspinners under a 0.2-core quota: {share:.3f} cores")
+    assert u1.cpu_throttled > u0.cpu_throttled, "the quota never stopped the spinners"
+    assert share <= 0.2 * 1.25, f"100 spinners took {share:.2f} cores (quota 0.2)"
+    assert spin.alive() == []
 
 
 def _available() -> int:
@@ -446,9 +485,12 @@ def test_cgroup_v2_is_found_and_limits_written_as_the_kernel_expects(tmp_path):
     own = mount / "grader.slice"
     (own / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
     (own / "cgroup.subtree_control").write_text("\n")
+    (own / cgroup.PARENT).mkdir()                     # the kernel would add these files itself
+    (own / cgroup.PARENT / "cgroup.subtree_control").write_text("\n")
     b = cgroup.detect(proc)
     assert b.name == "cgroup v2" and b.hierarchies[0].base == own / cgroup.PARENT
     assert (own / "cgroup.subtree_control").read_text() == "+cpu +memory +pids"
+    assert (own / cgroup.PARENT / "cgroup.subtree_control").read_text() == "+cpu +memory +pids"
     g = cgroup.RunGroup(b, cgroup.Limits(cpu_cores=0.5, memory_bytes=1024**3, pids=99))
     d = g.dirs[0][1]
     assert (d / "cpu.max").read_text() == "50000 100000"
@@ -577,7 +619,6 @@ PATCH_LABCHECKS = ("import lreact.labchecks\n"
 @pytest.mark.slow
 def test_shadowed_builtins_gain_nothing(tmp_path):
     source = _mini_source(tmp_path)
-    assert _grade_mini(source, "double", SHADOW, guard=False).scores["test_double__len"] == (1.0, 1.0)
     r = _grade_mini(source, "double", SHADOW)
     assert r.scores["test_double__len"] == (0.0, 1.0)
     # a plain value that happens to share a builtin's name is left alone
@@ -586,9 +627,8 @@ def test_shadowed_builtins_gain_nothing(tmp_path):
 
 
 @pytest.mark.slow
-def test_patched_labchecks_is_restored(tmp_path):
-    source = _mini_source(tmp_path)
-    assert _grade_mini(source, "double", PATCH_LABCHECKS, guard=False).scores["test_double"] == (1.0, 1.0)
+def test_patched_labchecks_gain_nothing(tmp_path):
+    source = _mini_source(tmp_path)       # (the honest answer: test_mini_source_scores_full_marks)
     assert _grade_mini(source, "double", PATCH_LABCHECKS).scores["test_double"] == (0.0, 1.0)
 
 
@@ -610,8 +650,6 @@ BORROWED = {
 @pytest.mark.parametrize("answer", list(BORROWED.values()), ids=list(BORROWED))
 def test_the_course_reference_is_no_answer_while_grading(tmp_path, answer):
     source = _mini_source(tmp_path)
-    if "reference(" not in answer:   # outside grading the public reference works
-        assert _grade_mini(source, "softmax", answer, guard=False).scores["test_softmax"] == (2.0, 2.0)
     r = _grade_mini(source, "softmax", answer)
     assert r.scores["test_softmax"] == (0.0, 2.0)
     said = r.errors["test_softmax"] + "".join(

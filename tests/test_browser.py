@@ -99,11 +99,16 @@ def _pids_using(marker: str):
 
 
 @contextmanager
-def jupyterlab():
-    """A JupyterLab server on a free port; yields its base URL; always stops it and its kernels."""
+def jupyterlab(config_path=None, serve=("lectures",)):
+    """A JupyterLab server on a free port; yields its base URL; always stops it and its kernels.
+    ``config_path`` goes first on JUPYTER_CONFIG_PATH (the student's or instructor's view,
+    jupyter-config/); the root is a copy of the first folder of ``serve``, the others are
+    copied into it."""
     tmp = Path(tempfile.mkdtemp(prefix="lreact-lab-"))
     # serve a copy, so that nothing the browser does (autosave of outputs) reaches the repository
-    shutil.copytree(ROOT / "lectures", tmp / "lectures")
+    shutil.copytree(ROOT / serve[0], tmp / "lectures")
+    for extra in serve[1:]:
+        shutil.copytree(ROOT / extra, tmp / "lectures" / extra)
     settings = tmp / "settings"
     for plugin, values in SETTINGS.items():
         target = settings / (plugin.replace(":", "/") + ".jupyterlab-settings")
@@ -113,6 +118,9 @@ def jupyterlab():
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
            "JUPYTER_CONFIG_DIR": str(tmp / "config"), "OLLAMA_HOST": "http://127.0.0.1:9",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("JUPYTER_CONFIG_PATH", None)
+    if config_path:
+        env["JUPYTER_CONFIG_PATH"] = str(config_path)
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
            "--ServerApp.open_browser=False", "--ServerApp.token=", "--ServerApp.password=",
@@ -302,3 +310,76 @@ def test_context_budget_widget_steps_in_jupyterlab(lab):
         assert "re-sent" in listing.inner_text()
         box.screenshot(path=str(ARTIFACTS / "context-budget.png"))
     print(f"\nPart IV run all cells: {run_all_s:.1f} s")
+
+
+# ------------------------------------------------------------------------------------------------
+# nbgrader's instructor interface: hidden from students, there for instructors
+# ------------------------------------------------------------------------------------------------
+STUDENT_CONFIG = ROOT / "jupyter-config" / "student"
+INSTRUCTOR_CONFIG = ROOT / "jupyter-config" / "instructor"
+LAB_NOTEBOOK = "lab/lecture-ReAct-lab.ipynb"
+NBGRADER_UI = """
+() => {
+  const app = window.jupyterapp;
+  const menus = [...document.querySelectorAll('.lm-MenuBar-itemLabel')].map(e => e.innerText);
+  const side = [...document.querySelectorAll('.jp-SideBar .lm-TabBar-tab')]
+      .map(e => (e.getAttribute('title') || '') + ' ' + e.innerText);
+  const validate = [...document.querySelectorAll('.validate-button')].length;
+  return {menus, side, validate,
+          formgrader: app.commands.hasCommand('nbgrader:open-formgrader'),
+          create: app.commands.hasCommand('nbgrader:open-create-assignment'),
+          courses: app.commands.hasCommand('nbgrader:open-course-list')};
+}
+"""
+
+
+def _open_view(config, name):
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        _require_or_skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _require_or_skip("the playwright package is not installed (requirements-test.txt)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with jupyterlab(config, serve=("lectures", "lab")) as url, \
+            sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(60_000)
+            with screenshot_on_failure(page, name):
+                page.goto(f"{url}/lab/workspaces/{name}/tree/{LAB_NOTEBOOK}?reset",
+                          wait_until="domcontentloaded")
+                page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+                page.wait_for_selector(".lm-MenuBar-itemLabel", timeout=30_000)
+                page.wait_for_timeout(1500)  # let every plugin activate
+                ui = page.evaluate(NBGRADER_UI)
+                status = page.evaluate("async (u) => (await fetch(u)).status", f"{url}/formgrader")
+                page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+                if "Nbgrader" in ui["menus"]:
+                    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+                    page.wait_for_selector(".lm-Menu", timeout=10_000)
+                    ui["menu_items"] = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
+                    page.screenshot(path=str(ARTIFACTS / f"{name}-menu.png"))
+                return ui, status
+        finally:
+            browser.close()
+
+
+def test_student_view_has_validate_but_no_instructor_interface():
+    """make lab, Binder and the conda environment put jupyter-config/student first."""
+    ui, formgrader_status = _open_view(STUDENT_CONFIG, "student-view")
+    assert ui["validate"] >= 1, "the notebook toolbar must keep nbgrader's Validate button"
+    assert "Nbgrader" not in ui["menus"], ui["menus"]
+    assert not any("Create Assignment" in t for t in ui["side"]), ui["side"]
+    assert not ui["formgrader"] and not ui["create"] and not ui["courses"], ui
+    assert formgrader_status == 404  # the formgrader server extension is off too
+
+
+def test_instructor_view_has_formgrader():
+    """make formgrader puts jupyter-config/instructor first."""
+    ui, formgrader_status = _open_view(INSTRUCTOR_CONFIG, "instructor-view")
+    assert "Nbgrader" in ui["menus"] and ui["formgrader"] and ui["create"], ui
+    assert "Formgrader" in ui["menu_items"], ui["menu_items"]
+    assert any("Create Assignment" in t for t in ui["side"]), ui["side"]
+    assert formgrader_status == 200

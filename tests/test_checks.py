@@ -125,11 +125,17 @@ def test_nothing_prints_or_warns(capsys):
         assert_raises(ValueError, lambda: (warnings.warn("w"), int("x")))
         assert as_float_list(np.array([1 + 0j])) == [1.0]  # ComplexWarning silenced
     assert capsys.readouterr() == ("", "")
-    # and quiet does not swallow errors or change the warning filters afterwards
+    # and quiet does not swallow errors or change the warning filters afterwards (checked
+    # under "error": pytest.warns would reset the filters and hold whatever quiet did)
     with pytest.raises(ZeroDivisionError):
         quiet(lambda: 1 / 0)
-    with pytest.warns(UserWarning):
-        warnings.warn("still visible outside quiet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        before = list(warnings.filters)
+        quiet(noisy)
+        assert warnings.filters == before
+        with pytest.raises(UserWarning):
+            warnings.warn("still an error outside quiet")
 
 
 def test_quiet_passes_arguments():

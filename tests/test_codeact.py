@@ -166,3 +166,11 @@ def test_require_raises_where_bubblewrap_is_unusable(monkeypatch):
     with pytest.raises(RuntimeError, match="bubblewrap"):
         run_python("print(1)", timeout=5, sandbox="require")
     assert run_python("print(1)", timeout=5)["isolation"] == "limits only"
+
+
+def test_a_long_error_output_keeps_its_end():
+    r = run_python("import sys\nsys.stderr.write('noise\\n' * 10**5)\nraise ValueError('the real cause')",
+                   timeout=10, max_output=400)
+    assert r["exit_code"] == 1 and r["truncated"]
+    assert r["stderr"].startswith("noise") and r["stderr"].rstrip().endswith("ValueError: the real cause")
+    assert "output truncated" in r["stderr"] and len(r["stderr"]) < 500

@@ -182,3 +182,88 @@ def test_binder_postbuild_installs_pulls_and_stops_the_server(tmp_path):
     pid = int((tmp_path / "record.txt.serve.pid").read_text())
     with pytest.raises(ProcessLookupError):  # the build-time server was stopped
         os.kill(pid, 0)
+
+
+# -- nbgrader's instructor interface: off for students, on for instructors ----------------------
+
+CONFIG = ROOT / "jupyter-config"
+INSTRUCTOR_PLUGINS = ["@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+                      "@jupyter/nbgrader:course-list", "@jupyter/nbgrader:menu"]
+INSTRUCTOR_SERVER = ["nbgrader.server_extensions.formgrader",
+                     "nbgrader.server_extensions.course_list"]
+
+
+def _json(path):
+    import json
+    return json.loads(path.read_text())
+
+
+def test_student_config_switches_off_the_instructor_interface_and_keeps_validate():
+    disabled = _json(CONFIG / "student" / "labconfig" / "page_config.json")["disabledExtensions"]
+    assert disabled == {p: True for p in INSTRUCTOR_PLUGINS}
+    assert "@jupyter/nbgrader:validate-assignment" not in disabled
+    server = _json(CONFIG / "student" / "jupyter_server_config.json")
+    assert server["ServerApp"]["jpserver_extensions"] == {m: False for m in INSTRUCTOR_SERVER}
+    instructor = _json(CONFIG / "instructor" / "labconfig" / "page_config.json")
+    assert instructor["disabledExtensions"] == {p: False for p in INSTRUCTOR_PLUGINS}
+    server = _json(CONFIG / "instructor" / "jupyter_server_config.json")
+    assert server["ServerApp"]["jpserver_extensions"] == {m: True for m in INSTRUCTOR_SERVER}
+
+
+def test_the_disabled_plugins_are_those_nbgrader_ships():
+    """A plugin id nbgrader renamed would silently disable nothing."""
+    import sys
+    static = pathlib.Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupyter" / \
+        "nbgrader" / "static"
+    if not static.is_dir():
+        pytest.skip("nbgrader's lab extension is not installed in this environment")
+    shipped = "".join(p.read_text(errors="replace") for p in static.glob("*.js"))
+    for plugin in INSTRUCTOR_PLUGINS + ["@jupyter/nbgrader:validate-assignment"]:
+        assert f'"{plugin}"' in shipped, plugin
+
+
+def test_jupyter_reads_the_student_config_from_the_config_path():
+    """jupyter_core puts JUPYTER_CONFIG_PATH first, so the student config wins over the
+    environment's own (nbgrader enables its server extensions in sys-prefix)."""
+    import subprocess
+    import sys
+    code = ("from jupyterlab_server.config import get_page_config;"
+            "from jupyter_server.extension.config import ExtensionConfigManager;"
+            "from jupyter_core.paths import jupyter_config_path;"
+            "d = get_page_config([])['disabledExtensions'];"
+            "e = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions();"
+            "d = [k for k, v in d.items() if v] if isinstance(d, dict) else list(d);"
+            "print(sorted(d)); print(sorted(k for k, v in e.items() if not v))")
+    for view, plugins, server in [("student", INSTRUCTOR_PLUGINS, INSTRUCTOR_SERVER),
+                                  ("instructor", [], [])]:
+        env = {**os.environ, "JUPYTER_CONFIG_PATH": str(CONFIG / view)}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             timeout=60, check=True).stdout.splitlines()
+        assert out == [str(sorted(plugins)), str(sorted(server))], (view, out)
+
+
+def test_make_lab_binder_and_conda_use_the_student_view_and_formgrader_the_instructors():
+    makefile = (ROOT / "Makefile").read_text()
+    recipes = {}
+    for target in ("lab", "formgrader"):
+        m = re.search(rf"^{target}: setup\n\t(.+)$", makefile, re.M)
+        assert m, f"no `make {target}` recipe"
+        recipes[target] = m.group(1)
+    assert recipes["lab"].startswith("$(STUDENT_CONFIG) $(VENV)/bin/jupyter lab")
+    assert recipes["formgrader"].startswith("$(INSTRUCTOR_CONFIG) $(VENV)/bin/jupyter lab")
+    assert 'JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student' in makefile
+    assert 'JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/instructor' in makefile
+    assert '--ServerApp.root_dir="$(CURDIR)"' in recipes["formgrader"]
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert env["variables"]["JUPYTER_CONFIG_PATH"] == "jupyter-config/student"
+    assert (ROOT / env["variables"]["JUPYTER_CONFIG_PATH"] / "labconfig").is_dir()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_binder_start_hands_over_with_the_student_view(tmp_path):
+    env = stub_env(tmp_path)
+    (tmp_path / "bin" / "ollama").unlink()
+    out = subprocess.run([str(BINDER / "start"), "env"], env=env, capture_output=True, text=True,
+                         timeout=20, check=True).stdout
+    shown = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    assert shown["JUPYTER_CONFIG_PATH"].split(":")[0] == str(CONFIG / "student")

@@ -1,13 +1,15 @@
-"""The lecture notebooks and their helpers (lreact.widgets, lreact.traces).
+"""The lecture notebooks and their helpers (lreact.widgets, lreact.figures, lreact.traces).
 
 - every notebook in lectures/ runs top to bottom headless (nbclient), with no Ollama reachable,
   without errors and without anything on stderr;
 - notebooks are committed without outputs, every cell has an explicit readable id, and every
   figure a markdown cell links exists;
-- the widgets react to their controls and compute what the lecture says they show.
+- the widgets react to their controls and compute what the lecture says they show;
+- every label of a figure sits inside its frame, and every generated figure is used.
 """
 from __future__ import annotations
 
+import html
 import re
 import sys
 import time
@@ -125,28 +127,32 @@ def test_temperature_explorer_redraws_on_slider_change():
 
 def test_temperature_plot_limits():
     from matplotlib.figure import Figure
-    from lreact import widgets
+    from lreact import examples, figures
 
     ax = Figure().add_subplot()
-    plot = widgets._TemperaturePlot(ax, widgets.WEATHER_20, 1.0)
+    plot = figures.TemperaturePlot(ax, examples.WEATHER_20, 1.0)
     one_hot = plot.update(0.0)
     assert one_hot.tolist().count(1.0) == 1 and float(one_hot.sum()) == 1.0
-    assert int(np.argmax(one_hot)) == int(np.argmax(widgets.WEATHER_20["logits"]))
+    assert int(np.argmax(one_hot)) == int(np.argmax(examples.WEATHER_20["logits"]))
     assert "one-hot" in ax.get_title()
     hot = plot.update(5.0)
     assert float(hot.max() - hot.min()) < 0.1  # close to uniform
-    seed = np.exp(widgets.SEED_EXAMPLE["logits"])
+    seed = np.exp(examples.SEED_EXAMPLE["logits"])
     assert np.allclose(seed, [0.4, 0.3, 0.25, 0.03, 0.02])
 
 
 def test_truncation_figure_titles_report_kept_counts():
-    from lreact import widgets
+    from lreact import figures
 
-    fig = widgets.truncation_figure(k=5, p=0.9, T=1.0)
+    fig = figures.truncation_figure(k=5, p=0.9, T=1.0)
     titles = [ax.get_title() for ax in fig.axes]
     assert any("top-k, k = 5: keeps 5 tokens" in t for t in titles)
-    nuclei = [int(m) for t in titles for m in re.findall(r"nucleus = (\d+) tokens", t)]
+    nuclei = [int(m) for t in titles for m in re.findall(r"nucleus = (\d+) tokens?\b", t)]
     assert len(nuclei) == 2 and nuclei[0] < nuclei[1], "peaked nucleus must be smaller than flat"
+    # one kept token is "1 token", never "1 tokens"
+    titles = [ax.get_title() for ax in figures.truncation_figure(k=1, p=0.5, T=1.0).axes]
+    assert sum("keeps 1 token (" in t for t in titles) == 2
+    assert "nucleus = 1 token (" in titles[1] and not any("1 tokens" in t for t in titles)
 
 
 def test_truncation_explorer_reacts_to_each_slider():
@@ -162,12 +168,14 @@ def test_truncation_explorer_reacts_to_each_slider():
 
 
 def test_constrained_step_is_the_masked_renormalised_distribution():
-    from lreact import grammar, widgets
+    from lreact import grammar
 
     prefix = []
     while True:
-        step = widgets.constrained_step(prefix)
-        if not step["allowed"]:
+        step = grammar.constrained_step(prefix)
+        assert step["done"] == (not step["allowed"])
+        if step["done"]:
+            assert step["removed_mass"] == 0.0 and float(step["P_prime"].sum()) == 0.0
             break
         P, Q = step["P"], step["P_prime"]
         outside = np.setdiff1d(np.arange(len(P)), step["allowed"])
@@ -180,24 +188,43 @@ def test_constrained_step_is_the_masked_renormalised_distribution():
     assert grammar.parses(grammar.detokenize(prefix))
 
 
+def so_far(page):
+    """The "text so far" of the stepper's HTML, unescaped."""
+    return html.unescape(re.search(r"<code>text so far: (.*?)</code>", page, re.S).group(1))
+
+
 def test_constrained_stepper_buttons():
     import ipywidgets as w
     from lreact import grammar, widgets
 
-    box = widgets.constrained_decoding_stepper()
+    seed = 3
+    box = widgets.constrained_decoding_stepper(seed=seed)
     back, forward, reset = _find(box, w.Button)
     text = _find(box, w.HTML)[0]
     assert back.disabled and "(empty)" in text.value
+    # what the stepper must do: draw step t from P' with default_rng([seed, t])
+    expected = []
+    while not grammar.constrained_step(expected)["done"]:
+        P_prime = grammar.constrained_step(expected)["P_prime"]
+        rng = np.random.default_rng([seed, len(expected)])
+        expected.append(int(rng.choice(len(P_prime), p=P_prime)))
+    shown = [text.value]
     for _ in range(40):
         if forward.disabled:
             break
         forward.click()
+        shown.append(text.value)
     assert forward.disabled and "parses: <b>True</b>" in text.value
+    assert len(shown) == len(expected) + 1, "one click, one token"
+    for t, page in enumerate(shown):  # after t clicks: the first t tokens and their A(s_t)
+        assert so_far(page) == (grammar.detokenize(expected[:t]) or "(empty)")
+        step = grammar.constrained_step(expected[:t])
+        allowed = ", ".join(grammar.VOCAB[i] for i in step["allowed"]) or "(done)"
+        assert f"A(s_t) = {{ <code>{html.escape(allowed)}</code> }}" in page
     back.click()
-    assert not forward.disabled
+    assert not forward.disabled and text.value == shown[-2], "back undoes exactly one step"
     reset.click()
-    assert back.disabled and "(empty)" in text.value
-    assert len(grammar.VOCAB) > 20
+    assert back.disabled and text.value == shown[0]
 
 
 def test_context_budget_explorer_steps_through_calls():
@@ -344,6 +371,7 @@ def test_figure_script_writes_every_linked_figure(tmp_path):
             if c.cell_type == "markdown":
                 linked |= set(re.findall(r"\]\(figures/([^)]+\.png)\)", c.source))
     assert linked and linked <= written, linked - written
+    assert written <= linked, f"generated but used by no notebook: {sorted(written - linked)}"
     assert written == {p.name for p in (LECTURES / "figures").glob("*.png")}
 
 
@@ -370,3 +398,87 @@ def test_qwen_cell_with_a_model_shows_the_sliders(monkeypatch, capsys):
     assert box is not None and "top-20" in capsys.readouterr().out
     assert _find(box, w.IntSlider)[0].max == 20
     assert _find(box, w.Image)[0].value[:4] == b"\x89PNG"
+
+
+# ------------------------------------------------------------------------------------------------
+# what the pictures show (defects seen in a browser)
+# ------------------------------------------------------------------------------------------------
+def _texts_outside_their_axes(fig):
+    """Data labels (ax.texts) whose drawn box leaves their axes' frame, as (text, axes title)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    bad = []
+    for ax in fig.axes:
+        frame = ax.get_window_extent(renderer)
+        for t in ax.texts:
+            box = t.get_window_extent(renderer)
+            if not (box.x0 >= frame.x0 - 0.5 and box.x1 <= frame.x1 + 0.5
+                    and box.y0 >= frame.y0 - 0.5 and box.y1 <= frame.y1 + 0.5):
+                bad.append((t.get_text(), ax.get_title()))
+    return bad
+
+
+def _figure_script():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import make_lecture_figures
+    finally:
+        sys.path.pop(0)
+    return make_lecture_figures
+
+
+def test_every_label_of_every_lecture_figure_is_inside_its_frame():
+    """"argmax" at T = 0, the budget bars' labels, "47.7" of the AgentBank panel, ..."""
+    for name, make in _figure_script().FIGURES.items():
+        assert _texts_outside_their_axes(make()) == [], name
+
+
+def test_temperature_label_stays_inside_the_frame_at_every_temperature():
+    from lreact import canvas, examples, figures
+
+    for dist in examples.DISTRIBUTIONS.values():
+        fig = canvas.new_figure(7.5, 4.0)
+        plot = figures.TemperaturePlot(fig.add_subplot(), dist, 1.0)
+        fig.tight_layout()
+        for T in (0.0, 0.05, 0.3, 1.0, 5.0):
+            plot.update(T)
+            assert _texts_outside_their_axes(fig) == [], (dist["prompt"], T)
+
+
+def test_context_budget_bars_show_every_segment_beyond_the_window():
+    """A call larger than the window keeps all its segments on the axis, its label after the
+    bar (on white, in red), not on top of the bar."""
+    from lreact import canvas, figures
+    from lreact.traces import TRACES, model_calls
+
+    history, tools = TRACES["multi-tool run (5 tool calls)"]()
+    calls = model_calls(history)
+    for window, retrieved in [(4096, 0), (1024, 0), (1024, 3000), (2048, 1500)]:
+        fig = canvas.new_figure(9, 3.3)
+        ax = fig.add_subplot()
+        totals = figures.budget_bars(ax, calls, tools, len(calls), window, retrieved)
+        fig.tight_layout()
+        right = ax.get_xlim()[1]
+        for bar in ax.patches:
+            assert bar.get_x() + bar.get_width() <= right, (window, retrieved)
+        for total, label in zip(totals, ax.texts):
+            assert label.get_position()[0] >= total, "the label must follow its bar"
+            over = total > window
+            assert (label.get_color() == figures.ARGMAX) == over
+        assert _texts_outside_their_axes(fig) == []
+
+
+def test_stepper_last_step_says_it_is_finished():
+    from lreact import canvas, figures, grammar
+
+    prefix = []
+    while not grammar.constrained_step(prefix)["done"]:
+        prefix.append(int(np.argmax(grammar.constrained_step(prefix)["P_prime"])))
+    fig = canvas.new_figure(10, 5.2)
+    figures.constrained_panel(fig, prefix)
+    top, bottom = fig.axes
+    assert "mass removed" not in top.get_title() and "nothing is left to sample" in top.get_title()
+    assert len(bottom.patches) == 0 and "finished" in bottom.texts[0].get_text()
+    fig = canvas.new_figure(10, 5.2)
+    figures.constrained_panel(fig, prefix[:-1])  # one step before: P' has its bars
+    assert "mass removed by the mask" in fig.axes[0].get_title() and len(fig.axes[1].patches) > 0

@@ -120,6 +120,7 @@ def test_a_slow_tool_times_out_and_the_connection_says_so(tmp_path):
         assert texts(c.call_tool("slow", {"seconds": 0})) == ["done"]
         with pytest.raises(MCPTimeout, match="tools/call slow"):
             c.call_tool("slow", {"seconds": 30})
+        assert [t.name for t in c.list_tools().tools] == ["slow"]   # the connection lives on
 
 
 def test_a_server_that_crashes_at_start_is_reported_with_its_stderr(tmp_path):

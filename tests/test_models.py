@@ -30,11 +30,29 @@ def test_default_model_is_pinned_and_overridable(monkeypatch):
     assert default_model() == DEFAULT_MODEL
 
 
+def test_model_errors_share_one_base():
+    assert issubclass(lreact.OllamaError, lreact.ModelError)
+    assert issubclass(lreact.EngineError, lreact.ModelError)
+    assert issubclass(lreact.ModelError, RuntimeError)
+
+
+def test_run_result_is_a_record_of_lreact_messages():
+    """The grader's channel carries the dataclasses of lreact.messages as plain records."""
+    import dataclasses
+    from lreact import messages
+    assert dataclasses.is_dataclass(messages.RunResult)
+    assert messages.RunResult.__module__ == "lreact.messages"
+    assert [f.name for f in dataclasses.fields(messages.RunResult)] == ["answer", "status", "steps"]
+    assert messages.RUN_STATUSES == ("answered", "step_budget", "format_errors", "repetition")
+
+
 def test_public_names():
     for name in ["AssistantMessage", "SystemMessage", "ToolCall", "ToolCallError",
                  "ToolResultMessage", "UserMessage", "ScriptedLLM", "OllamaLLM", "OllamaError",
                  "ScriptExhaustedError", "DEFAULT_MODEL", "default_model", "check_setup",
-                 "messages_to_wire", "message_from_wire"]:
+                 "messages_to_wire", "message_from_wire", "ModelError", "EngineError",
+                 "OpenAICompatLLM", "configured_llm", "configured_backend", "describe_backend",
+                 "RunResult"]:
         assert hasattr(lreact, name) and name in lreact.__all__
 
 

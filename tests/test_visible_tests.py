@@ -38,6 +38,12 @@ SKIP_CELLS = {"sweep", "first-token", "round-trip", "full-loop", "final-context"
 # in the student's kernel (lreact/reference.py, engaged by the lab's setup cell); until the setup
 # cell engages it they are not required to fail
 BORROWS_REFERENCE = re.compile(r"reference")
+# Known gap, left to the reference rule (lreact/reference.py, lreact/labchecks.py): an answer
+# cell's TOP-LEVEL call of lreact.labchecks.reference() works in the student's kernel (test cells
+# need it there) and fails only at grading time.  When the rule catches them, this test fails
+# until they are removed from here.
+KNOWN_GAPS = {"calculate__private_reference", "render_chatml__private_reference",
+              "softmax__private_reference"}
 EXERCISE_ENTRIES = {"ex11_code_action__compares_strings", "ex11_code_action__hard_coded",
                     "ex13_tool_schema__amount_integer"}
 
@@ -115,10 +121,13 @@ def test_every_wrong_answer_fails_a_visible_test(assignment):
     # an answer that borrows the reference may fail in its own cell (the student sees that too)
     broken = [r["entry"] for r in rows if r["answer_error"] and not BORROWS_REFERENCE.search(r["entry"])]
     assert not broken, f"these wrong answers do not even run: {broken}"
-    missed = [r["entry"] for r in rows if not r["failures"] and not r["answer_error"]
-              and (rule or not BORROWS_REFERENCE.search(r["entry"]))]
-    assert not missed, ("these wrong answers pass every visible test (a requirement only a hidden "
-                        f"test checks): {missed}")
+    missed = {r["entry"] for r in rows if not r["failures"] and not r["answer_error"]
+              and (rule or not BORROWS_REFERENCE.search(r["entry"]))}
+    assert not missed - KNOWN_GAPS, ("these wrong answers pass every visible test (a requirement "
+                                     f"only a hidden test checks): {sorted(missed - KNOWN_GAPS)}")
+    if rule and assignment == LAB:
+        assert KNOWN_GAPS <= missed, ("now caught visibly, remove them from KNOWN_GAPS: "
+                                      f"{sorted(KNOWN_GAPS - missed)}")
     if assignment == EXERCISES:
         assert {r["entry"] for r in rows} == EXERCISE_ENTRIES
 

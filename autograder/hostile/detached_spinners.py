@@ -5,6 +5,7 @@ if not _os.path.isdir("/grading/kit"):  # safety catch for instructors: never ru
 import os
 import time
 
+go_read, go_write = os.pipe()       # every spinner waits for the last fork, then all spin
 started = 0
 for _ in range(100):
     try:
@@ -15,6 +16,8 @@ for _ in range(100):
         try:
             os.setsid()
             if os.fork() == 0:
+                os.close(go_write)
+                os.read(go_read, 1)       # returns once the parent closes its end
                 stop = time.monotonic() + 600
                 while time.monotonic() < stop:
                     pass
@@ -22,5 +25,6 @@ for _ in range(100):
             os._exit(0)
     os.waitpid(pid, 0)                # the child exits at once: the spinner is an orphan
     started += 1
+os.close(go_write)
 print("started", started, "detached spinners", flush=True)
 softmax_answer = [0.25, 0.25, 0.25, 0.25]

@@ -24,7 +24,9 @@ def fill(new_file, limit_mb):
     return done, None
 
 
-for folder in ("/dev/shm", "/tmp", os.environ.get("HOME", "/grading")):
+for folder in dict.fromkeys(("/dev/shm", "/tmp", os.environ.get("HOME", "/grading"), "/grading")):
+    if not os.path.isdir(folder):
+        continue
     names = (os.path.join(folder, f"fill{i}.bin") for i in range(10**6))
     done, err = fill(lambda: os.open(next(names), os.O_WRONLY | os.O_CREAT, 0o600), 1024)
     print("FILLED", folder, done, "MB", err or "", flush=True)

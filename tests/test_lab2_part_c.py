@@ -1,0 +1,90 @@
+"""The second lab's Part C (solutions/lecture-ReAct-lab2/): its cells, their nbgrader metadata,
+its fixtures and its catalogue, checked without running a kernel.  Grading it (source full marks,
+student version zero, every wrong answer caught) is the grader's selfcheck."""
+import json
+import pathlib
+import re
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
+CATALOGUE = ROOT / "autograder" / "wrong_answers" / "lecture-ReAct-lab2"
+GRADED = {"format_error": 3, "repeat_count": 2, "run_agent_hardened": 8, "compact_history": 4}
+# the lecture's section headings the hints may cite (lectures/ and the lab use these words)
+HEADINGS = ["In-Context Learning vs. Post-Training for ReAct", "Error Recovery in the Loop",
+            "The Execution Loop", "Actual Context Contents"]
+
+
+@pytest.fixture(scope="module")
+def nb():
+    return nbformat.read(SOURCE, as_version=4)
+
+
+def part_c(nb):
+    ids = [c.id for c in nb.cells]
+    start, end = ids.index("part-c-intro"), ids.index("part-d-intro")
+    return nb.cells[start + 1:end]
+
+
+def meta(cell):
+    return cell.metadata.get("nbgrader") or {}
+
+
+def test_part_c_sits_between_its_intro_and_part_d(nb):
+    cells = part_c(nb)
+    assert cells and all(c.id.startswith("c-") for c in cells)
+    assert not [c.id for c in nb.cells if c.id.startswith("c-") and c not in cells]
+    assert all(c.outputs == [] for c in cells if c.cell_type == "code")
+
+
+def test_graded_functions_points_and_hidden_tests(nb):
+    cells = part_c(nb)
+    answers = {meta(c)["grade_id"] for c in cells if meta(c).get("solution")}
+    assert set(GRADED) <= answers
+    for name, points in GRADED.items():
+        tests = [c for c in cells if meta(c).get("grade") and
+                 (meta(c)["grade_id"] == f"test_{name}" or
+                  meta(c)["grade_id"].startswith(f"test_{name}__"))]
+        assert tests[0].metadata["nbgrader"]["grade_id"] == f"test_{name}"     # visible first
+        assert "### BEGIN HIDDEN TESTS" not in tests[0].source
+        assert all("### BEGIN HIDDEN TESTS" in t.source for t in tests[1:]) and len(tests) >= 2
+        assert sum(meta(t)["points"] for t in tests) == points, name
+        for t in tests:
+            assert meta(t)["locked"] and meta(t)["schema_version"] == 3
+            assert any(f'"{h}"' in t.source for h in HEADINGS), f"{meta(t)['grade_id']}: no hint"
+    answer = {meta(c)["grade_id"]: c for c in cells if meta(c).get("solution")}
+    for name in GRADED:
+        src = answer[name].source
+        assert f"def {name}(" in src and "### BEGIN SOLUTION" in src and "### END SOLUTION" in src
+    title = next(c for c in nb.cells if c.id == "lab2-title").source
+    assert f"({sum(GRADED.values())} points)" in title
+
+
+def test_test_cells_use_students_names_only_by_calling_them(nb):
+    """No identity checks or introspection of what a student's function returns."""
+    for c in part_c(nb):
+        if meta(c).get("grade"):
+            assert " is not h" not in c.source and "__code__" not in c.source
+            assert "inspect." not in c.source
+
+
+def test_the_notebooks_small_model_replies_are_the_fixtures(nb):
+    fixtures = json.loads((ROOT / "tests" / "fixtures" / "small_model_replies.json")
+                          .read_text(encoding="utf-8"))["replies"]
+    cell = next(c for c in nb.cells if c.id == "c-format-replies").source
+    ns = {}
+    exec(cell.split("for what, reply")[0], ns)
+    texts = [text for _, text in ns["SMALL_MODEL_REPLIES"]]
+    known = {r["text"] for r in fixtures}
+    assert set(texts) <= known
+    assert texts[0] == fixtures[0]["text"] and "captured" in fixtures[0]["source"]
+
+
+def test_catalogue_has_at_least_three_per_graded_function():
+    for name in GRADED:
+        entries = sorted(CATALOGUE.glob(f"{name}__*.edit")) + sorted(CATALOGUE.glob(f"{name}__*.py"))
+        assert len(entries) >= 3, name
+        for e in entries:
+            assert re.match(r"# WRONG: \S", e.read_text(encoding="utf-8"))
