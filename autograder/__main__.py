@@ -143,6 +143,12 @@ def parser() -> argparse.ArgumentParser:
                    help="gradings at the same time (default: 2)")
     s.add_argument("--quick", action="store_true",
                    help="skip the hostile class (default: run it)")
+    s.add_argument("--state", type=Path, default=None, metavar="DIR",
+                   help="folder for what the proofs write: caches, scratch (default: a "
+                        "throwaway folder per proof)")
+    s.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARG",
+                   help="more pytest arguments after --, e.g. -- -k lecture-ReAct-lab to prove "
+                        "one assignment (default: none)")
     return p
 
 
@@ -170,8 +176,13 @@ def main(argv=None) -> int:
         from .catalogue import command
         return command(args.assignment, show=args.show, convert=args.convert)
     if args.command == "selfcheck":
+        import inspect
+
         from .selfcheck import selfcheck
-        return selfcheck(jobs=args.jobs, quick=args.quick)
+        params = inspect.signature(selfcheck).parameters
+        more = {k: v for k, v in (("state", args.state), ("extra", tuple(args.pytest_args)))
+                if k in params}
+        return selfcheck(jobs=args.jobs, quick=args.quick, **more)
     return 2
 
 

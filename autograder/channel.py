@@ -333,13 +333,14 @@ class Codec:
         import numpy as np
         dtype, shape, flat = self._list(body, 3)
         dt = np.dtype(str(dtype))
-        if dt.kind not in ARRAY_KINDS or any(type(s) is not int or s < 0 for s in shape):
+        if dt.kind not in ARRAY_KINDS or dt.itemsize > 4096 \
+                or any(type(s) is not int or s < 0 for s in self._list(shape)):
             raise NotPlainData("a malformed numpy array")
         if any(type(v) not in (bool, int, float, str) for v in self._list(flat)):
             raise NotPlainData("a malformed numpy array")
         try:
             return np.array(flat, dtype=dt).reshape(shape)
-        except (ValueError, OverflowError, TypeError) as e:
+        except (ValueError, OverflowError, TypeError, MemoryError) as e:
             raise NotPlainData(f"a malformed numpy array ({e})") from None
 
 

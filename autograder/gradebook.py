@@ -209,14 +209,14 @@ class CourseGradebook:
         with self.open() as gb:
             gb.update_or_create_student(student)
             try:
-                sub = gb.find_submission(aid, student)
+                submission = gb.find_submission(aid, student)
                 if changed:
-                    sub.timestamp = now
+                    submission.timestamp = now
             except MissingEntry:
                 with warnings.catch_warnings():
                     # SQLAlchemy's autoflush notes from inside nbgrader's add_submission
                     warnings.simplefilter("ignore")
-                    sub = gb.add_submission(aid, student, timestamp=now)
+                    gb.add_submission(aid, student, timestamp=now)
             snb = gb.find_submission_notebook(nbname, aid, student)
             for grade in snb.grades:
                 gid = grade.name

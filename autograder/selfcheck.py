@@ -90,8 +90,9 @@ def hostile_entries():
     return out
 
 
-def hidden_lines(nb) -> list[str]:
-    """Distinctive lines of the hidden tests (what must never reach a feedback notebook)."""
+def hidden_lines(nb, student_text: str = "") -> list[str]:
+    """Distinctive lines of the hidden tests that the student version (``student_text``) does
+    not show anywhere: what must never reach a feedback notebook."""
     found = []
     for cell in nb.cells:
         inside = False
@@ -100,7 +101,8 @@ def hidden_lines(nb) -> list[str]:
                 inside = True
             elif "END HIDDEN TESTS" in line:
                 inside = False
-            elif inside and len(line.strip()) >= 30 and not line.strip().startswith("#"):
+            elif inside and len(line.strip()) >= 30 and not line.strip().startswith("#") \
+                    and line.strip() not in student_text:
                 found.append(line.strip())
     return found
 

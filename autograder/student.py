@@ -19,7 +19,7 @@ import traceback
 
 from .channel import Codec, Link, NotPlainData, Pipe
 
-HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
 OUTPUT_CAP = 100_000          # characters of output kept per cell
 
 

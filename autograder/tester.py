@@ -215,11 +215,13 @@ class TrustedCells:
             outputs.append({"output_type": "error", "ename": ename, "evalue": evalue})
         return {"ran": error is None, "ok": error is None, "error": error, "outputs": outputs}
 
-    def protect_setup_names(self) -> None:
-        self.protected |= {k for k in self.ns if isinstance(k, str)}
-        for name in list(self.installed):
-            if name in self.protected:
-                self.installed.pop(name)
+    def protect_own_names(self) -> None:
+        """Names a setup or test cell bound here are the tests' own: a student's later name of
+        the same spelling never replaces them in the tests' namespace."""
+        for k, v in self.ns.items():
+            if isinstance(k, str) and self.installed.get(k) is not v:
+                self.protected.add(k)
+                self.installed.pop(k, None)
 
 
 class _NoShell:
@@ -287,12 +289,13 @@ def main(rfd: int, wfd: int, result_fd: int) -> int:
                 results[index] = tests.run_student(index)
             if role == "setup":
                 here = tests.run_here(cell["source"], f"<setup cell {index}>")
-                tests.protect_setup_names()
+                tests.protect_own_names()
                 if not here["ok"]:
                     failure = failure or f"the setup cell {index} failed: {here['error']}"
             elif role == "test":
                 results[index] = tests.run_here(cell["source"],
                                                 f"<test cell {cell.get('grade_id')}>")
+                tests.protect_own_names()
             if index in results:
                 results[index]["seconds"] = round(time.monotonic() - started, 3)
             started = time.monotonic()

@@ -281,6 +281,9 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
     max_output = int(_check_number(max_output, "max_output", 0))
     if sandbox not in ("auto", "require", "off"):
         raise ValueError(f"sandbox must be 'auto', 'require' or 'off', not {sandbox!r}")
+    if os.name != "posix":
+        raise RuntimeError("run_python needs Linux or macOS (process limits and process groups); "
+                           "on Windows, run the lab in WSL or on Binder")
     use_bwrap = sandbox != "off" and bwrap_works()
     if sandbox == "require" and not use_bwrap:
         raise RuntimeError("bubblewrap is not usable here and a sandbox was required")

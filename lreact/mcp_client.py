@@ -259,20 +259,24 @@ class MCPConnection:
         tail = self.server_log().strip()[-800:]
         return f"\nThe server's stderr ended with:\n{tail}" if tail else ""
 
-    def close(self):
-        """End the session and the server process (idempotent)."""
+    def close(self, wait=15.0):
+        """End the session and the server process (idempotent; waits at most ``wait`` s)."""
         if self._closed:
             return
         self._closed = True
-        if self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        try:
-            self._main.result(15)
-        except Exception:  # noqa: BLE001 - closing must not raise
-            self._main.cancel()
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        if not self._thread.is_alive():
+        if self._thread.is_alive() and not self._loop.is_closed():
+            try:
+                if self._stop is not None:
+                    self._loop.call_soon_threadsafe(self._stop.set)
+                self._main.result(wait)
+            except Exception:  # noqa: BLE001 - closing must not raise
+                self._main.cancel()
+            try:
+                self._loop.call_soon_threadsafe(self._loop.stop)
+            except RuntimeError:
+                pass
+            self._thread.join(5)
+        if not self._thread.is_alive() and not self._loop.is_closed():
             self._loop.close()
         try:
             self._errlog.close()
@@ -287,7 +291,7 @@ class MCPConnection:
 
     def __del__(self):
         try:
-            self.close()
+            self.close(wait=2.0)
         except Exception:  # noqa: BLE001
             pass
 

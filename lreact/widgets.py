@@ -223,7 +223,7 @@ def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None)
     from .models import OllamaError, OllamaLLM
     from .setup import check_setup
 
-    report = check_setup(model=model)
+    report = check_setup(model=model, backend="ollama")   # logprobs: Ollama only
     if not report.server or not report.model_pulled:
         print("The real-model cell is skipped: it needs a local Ollama with the model.")
         print(report)

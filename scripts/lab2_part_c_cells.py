@@ -57,13 +57,12 @@ giving a model tools and actions.
 It works like the first lab: each function you write sits in its own cell between a given
 signature and docstring; replace `raise NotImplementedError(...)` with your code and run the test
 cell below it (silence means it passed). More tests are hidden and run at grading; they only add
-cases for what the task text already asks. The closing note of each part lists them.
+cases for what the task text already asks; Part C's closing note lists what they check.
 
 **Your functions from the first lab.** Part C needs no Part B code to be graded: its tests hand
 your functions a tool executor of their own. The live cells and Part D, however, use your
 `validate_tool_call`, `execute_tool_call` and `run_agent`: paste them into the three cells of
-C.0. Until you do, the live cells say so and use the course's own
-executor.
+C.0. Until you do, the live cells say so and use the course's own executor.
 
 **No model needed.** Every cell that talks to a model runs on whichever backend is configured
 and, when none answers, says what to start and replays a scripted model instead.
@@ -211,7 +210,7 @@ md("c-format-intro", r"""
 A model that is not tuned for tool use, or a small one, fails first on the *format* (lecture:
 Part II, "In-Context Learning vs. Post-Training for ReAct": invalid actions, repeated actions and
 refusals come first; a harness answers them with a validator, a repetition check and a step cap).
-The commonest invalid action is a call the engine could not parse: the model printed its call as
+A frequent invalid action is a call the engine could not parse: the model printed its call as
 **text**, so the reply has no `tool_calls`, and the first lab's loop returned it as the final
 answer. Below are such replies. The first was captured from a real run (a 135M-parameter model
 behind Ollama, asked for the weather in Berlin); the others are transcribed in the forms small
@@ -376,7 +375,8 @@ it requested no call, return `0`. Otherwise count how many assistant turns in a 
 from that one, requested the **same calls**: the same tool names with the same arguments, where
 arguments are compared as parsed JSON (`{"city":"Berlin"}` and `{ "city": "Berlin" }` are the
 same; arguments that do not parse are compared as text), and the calls of one turn are compared
-as a set (their order does not matter). Tool results between the turns do not interrupt the
+regardless of their order, each call counting (sort them: a turn that asks for the same call
+twice differs from one that asks for it once). Tool results between the turns do not interrupt the
 count; an assistant turn with other calls (or none) ends it, and so does a user message: never
 count back past the newest `UserMessage`.
 """)
@@ -734,7 +734,7 @@ assert_model_calls(llm, history, REF_TOOLS, hint)
 md("c-live-intro", r"""
 **The harness on a real model.** Three questions, each run twice: with your first-lab
 `run_agent` and with `run_agent_hardened`. On a small model (try `LREACT_MODEL=qwen2.5:0.5b`) you
-will see calls written as text; the first loop returns them as if they were answers, the hardened
+may see calls written as text; the first loop returns them as if they were answers, the hardened
 one feeds them back. Without a backend the scripted model replays such replies (the captured
 135M reply among them), so you can see both loops handle the same turns.
 """)

@@ -112,3 +112,21 @@ def test_extract_zip_refuses_links_and_oversized_members(tmp_path):
         zf.writestr("/abs/tiny.ipynb", "{}")
     with pytest.raises(ValueError, match="unsafe"):
         extract_zip(z, tmp_path / "out2")
+
+
+def test_a_broken_upload_is_one_submission_even_with_several_assignments(tmp_path):
+    """Not one row per assignment: one submission of that student, saying what was wrong."""
+    for aid in ("tiny", "tiny2"):
+        (tmp_path / "course" / "solutions" / aid).mkdir(parents=True)
+        shutil.copy(TINY, tmp_path / "course" / "solutions" / aid / f"{aid}.ipynb")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "erin.zip").write_bytes(b"PK\x03\x04 truncated")
+    (subs / "frank_tiny2_upload.zip").write_bytes(b"not a zip at all")
+    (subs / "gina_homework.ipynb").write_text("{}")
+    (subs / "hal.pdf").write_bytes(b"%PDF-1.4")
+    found = discover(subs, assignments(tmp_path / "course"), tmp_path / "staging")
+    assert [(s.student, s.assignment, s.notebook) for s in found] == [
+        ("erin", "", None), ("frank", "tiny2", None), ("gina", "", None), ("hal", "", None)]
+    assert "bad zip" in found[0].problem and "bad zip" in found[1].problem
+    assert "names no assignment" in found[2].problem and "not a notebook" in found[3].problem

@@ -333,42 +333,33 @@ NBGRADER_UI = """
 """
 
 
-def _open_view(config, name):
-    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
-        _require_or_skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _require_or_skip("the playwright package is not installed (requirements-test.txt)")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with jupyterlab(config, serve=("lectures", "lab")) as url, \
-            sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(60_000)
-            with screenshot_on_failure(page, name):
-                page.goto(f"{url}/lab/workspaces/{name}/tree/{LAB_NOTEBOOK}?reset",
-                          wait_until="domcontentloaded")
-                page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-                page.wait_for_selector(".lm-MenuBar-itemLabel", timeout=30_000)
-                page.wait_for_timeout(1500)  # let every plugin activate
-                ui = page.evaluate(NBGRADER_UI)
-                status = page.evaluate("async (u) => (await fetch(u)).status", f"{url}/formgrader")
-                page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-                if "Nbgrader" in ui["menus"]:
-                    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
-                    page.wait_for_selector(".lm-Menu", timeout=10_000)
-                    ui["menu_items"] = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
-                    page.screenshot(path=str(ARTIFACTS / f"{name}-menu.png"))
-                return ui, status
-        finally:
-            browser.close()
+def _open_view(lab, config, name):
+    """The lab notebook in a JupyterLab of its own, started with ``config`` first on the config
+    path, seen with the module's Chromium; (what nbgrader shows, HTTP status of /formgrader)."""
+    _, browser = lab
+    with jupyterlab(config, serve=("lectures", "lab")) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(60_000)
+        with closing(page), screenshot_on_failure(page, name):
+            page.goto(f"{url}/lab/workspaces/{name}/tree/{LAB_NOTEBOOK}?reset",
+                      wait_until="domcontentloaded")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            page.wait_for_selector(".lm-MenuBar-itemLabel", timeout=30_000)
+            page.wait_for_timeout(1500)  # let every plugin activate
+            ui = page.evaluate(NBGRADER_UI)
+            status = page.evaluate("async (u) => (await fetch(u)).status", f"{url}/formgrader")
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+            if "Nbgrader" in ui["menus"]:
+                page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+                page.wait_for_selector(".lm-Menu", timeout=10_000)
+                ui["menu_items"] = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
+                page.screenshot(path=str(ARTIFACTS / f"{name}-menu.png"))
+            return ui, status
 
 
-def test_student_view_has_validate_but_no_instructor_interface():
+def test_student_view_has_validate_but_no_instructor_interface(lab):
     """make lab, Binder and the conda environment put jupyter-config/student first."""
-    ui, formgrader_status = _open_view(STUDENT_CONFIG, "student-view")
+    ui, formgrader_status = _open_view(lab, STUDENT_CONFIG, "student-view")
     assert ui["validate"] >= 1, "the notebook toolbar must keep nbgrader's Validate button"
     assert "Nbgrader" not in ui["menus"], ui["menus"]
     assert not any("Create Assignment" in t for t in ui["side"]), ui["side"]
@@ -376,10 +367,57 @@ def test_student_view_has_validate_but_no_instructor_interface():
     assert formgrader_status == 404  # the formgrader server extension is off too
 
 
-def test_instructor_view_has_formgrader():
+def test_instructor_view_has_formgrader(lab):
     """make formgrader puts jupyter-config/instructor first."""
-    ui, formgrader_status = _open_view(INSTRUCTOR_CONFIG, "instructor-view")
+    ui, formgrader_status = _open_view(lab, INSTRUCTOR_CONFIG, "instructor-view")
     assert "Nbgrader" in ui["menus"] and ui["formgrader"] and ui["create"], ui
     assert "Formgrader" in ui["menu_items"], ui["menu_items"]
     assert any("Create Assignment" in t for t in ui["side"]), ui["side"]
     assert formgrader_status == 200
+
+
+def test_widget_pictures_at_their_limits_in_jupyterlab(lab):
+    """The states where pictures went wrong in a browser: T = 0, the stepper's last step, a call
+    far beyond a small context window.  Screenshots in artifacts/browser/limit-*.png."""
+    page, _ = open_and_run_all(lab, NOTEBOOK)
+    with closing(page), screenshot_on_failure(page, "limits-part-1"):
+        plot = page.locator(".lreact-temperature img").first
+        plot.scroll_into_view_if_needed()
+        readout = page.locator(".lreact-temperature-slider .widget-readout").first
+        page.locator(".lreact-temperature-slider .noUi-handle").first.focus()
+        page.keyboard.press("Home")
+        page.wait_for_function("() => document.querySelector('.lreact-temperature-slider "
+                               ".widget-readout').innerText.trim() === '0.00'", timeout=15_000)
+        page.wait_for_timeout(500)
+        assert readout.inner_text().strip() == "0.00"
+        plot.screenshot(path=str(ARTIFACTS / "limit-temperature-T0.png"))
+
+        stepper = page.locator(".lreact-constrained").first
+        stepper.scroll_into_view_if_needed()
+        forward = stepper.get_by_role("button", name="step")
+        for _ in range(40):
+            if forward.is_disabled():
+                break
+            before = stepper.locator(".widget-html").first.inner_text()
+            forward.click()
+            page.wait_for_function("(b) => document.querySelector('.lreact-constrained "
+                                   ".widget-html').innerText !== b", arg=before, timeout=15_000)
+        assert forward.is_disabled() and "parses: True" in stepper.inner_text()
+        page.wait_for_timeout(500)
+        stepper.screenshot(path=str(ARTIFACTS / "limit-stepper-last-step.png"))
+
+    page, _ = open_and_run_all(lab, "lecture-ReAct-4-messages.ipynb")
+    with closing(page), screenshot_on_failure(page, "limits-part-4"):
+        box = page.locator(".lreact-context").first
+        box.scroll_into_view_if_needed()
+        box.locator("select").nth(1).select_option("1024")
+        sliders = box.locator(".widget-slider .noUi-handle")
+        sliders.nth(1).focus()
+        page.keyboard.press("End")  # retrieved documents: 3,000 tokens in every call
+        sliders.nth(0).focus()
+        page.keyboard.press("End")  # the last model call
+        page.wait_for_function("() => [...document.querySelectorAll('.lreact-context "
+                               ".widget-readout')].some(e => e.innerText.trim() === '3000')",
+                               timeout=15_000)
+        page.wait_for_timeout(800)
+        box.screenshot(path=str(ARTIFACTS / "limit-context-budget-1024.png"))

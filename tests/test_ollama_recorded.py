@@ -377,3 +377,32 @@ def test_raw_completion_without_response_is_an_error(router):
     router.post(HOST + "/api/generate").mock(return_value=httpx.Response(200, json={"done": True}))
     with pytest.raises(OllamaError, match="without a `response`"):
         make_llm().complete("Thought:")
+
+
+def test_a_small_models_text_call_reaches_the_harness_unchanged(router):
+    """The issue's run, replayed: the text block comes back as a text-only turn, exactly as sent;
+    the hardened loop feeds it back (the first lab's loop would have returned it as the answer)."""
+    from lreact import RunResult
+    from lreact.harness import run_agent_hardened
+    from lreact.tools import REGISTRY
+    from lreact.traces import run_tool
+    fx = load("chat_small_model_text_call")
+    calls = load("chat_tool_call_with_id")["response"]["json"]
+    answer = load("chat_text_answer")["response"]["json"]
+    route = router.post(HOST + "/api/chat").mock(side_effect=[
+        httpx.Response(200, json=fx["response"]["json"]), httpx.Response(200, json=calls),
+        httpx.Response(200, json=answer)])
+    history = [SYSTEM]
+    result = run_agent_hardened(BERLIN.content, make_llm("smollm2:135m"), TOOLS,
+                                lambda c: run_tool(c, REGISTRY), history=history)
+    assert result == RunResult("It's 12°C and rainy in Berlin.", "answered", 3)
+    bodies = [json.loads(c.request.content) for c in route.calls]
+    assert bodies[0] == fx["request"]["json"]
+    block = fx["response"]["json"]["message"]["content"]
+    # what went back to the model: its own text, unchanged, then the error observation
+    assert bodies[1]["messages"][2] == {"role": "assistant", "content": block}
+    assert bodies[1]["messages"][3]["role"] == "user"
+    assert bodies[1]["messages"][3]["content"].startswith("FORMAT ERROR: ")
+    assert "invalid JSON" in bodies[1]["messages"][3]["content"]
+    assert bodies[2]["messages"][-1] == {"role": "tool", "content": "12°C, rainy",
+                                         "tool_call_id": "call_ab12cd34", "tool_name": "get_weather"}

@@ -75,9 +75,13 @@ def graded(tmp_path_factory):
     summary = {"alone_seconds": round(alone_took), "class_seconds": round(took),
                "records": [{k: r[k] for k in ("student", "assignment", "total", "possible",
                                               "failure")} for r in records]}
-    (tmp / "hostile-class.json").write_text(json.dumps(summary, indent=1))
+    state.root.mkdir(parents=True, exist_ok=True)
+    (state.root / "hostile-class.json").write_text(json.dumps(summary, indent=1))
     print(f"\nhostile class: {len(records)} submissions in {took:.0f} s "
-          f"(honest alone: {alone_took:.0f} s); summary in {tmp / 'hostile-class.json'}")
+          f"(honest alone: {alone_took:.0f} s); summary in {state.root / 'hostile-class.json'}")
+    for r in records:
+        print(f"  {r['student']:34} {r['assignment']:26} {r['total']:5g}/{r['possible']:g}  "
+              f"{str(r['failure'] or '')[:70]}")
     return {"alone": {(r["student"], r["assignment"]): r for r in alone_records},
             "class": {(r["student"], r["assignment"]): r for r in records},
             "changed": sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)),
@@ -94,7 +98,10 @@ def test_hostile_submission_scores_zero_and_leaks_nothing(graded, name):
     text = selfcheck.outputs_text(r.get("executed"))
     assert "LEAK" not in text, [ln for ln in text.splitlines() if "LEAK" in ln][:3]
     whole = json.dumps(r.get("executed"))
-    leaked = [ln for ln in selfcheck.hidden_lines(cells.load(paths.source_path(aid)))
+    shown = generate(paths.source_path(aid)) + "\n".join(
+        e[3] for e in ENTRIES)   # the student version and the hostile cells themselves
+    leaked = [ln for ln in selfcheck.hidden_lines(cells.load(paths.source_path(aid)),
+                                                  json.loads(json.dumps(shown)))
               if json.dumps(ln)[1:-1] in whole]
     assert not leaked, f"hidden tests in the feedback notebook: {leaked[:2]}"
 

@@ -73,3 +73,32 @@ def test_configured_complete_sends_a_raw_prompt_with_stop_to_ollama(monkeypatch)
     assert body["raw"] is True and body["stream"] is False and body["prompt"].endswith("Thought:")
     assert body["options"]["stop"] == [STOP] and body["options"]["num_predict"] == 64
     assert body["options"]["temperature"] == 0
+
+
+def test_configured_complete_uses_the_completions_endpoint_of_an_openai_engine(monkeypatch):
+    import httpx2
+    import openai
+
+    monkeypatch.setenv("LREACT_BACKEND", "llama-server")
+    monkeypatch.setenv("LREACT_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("LREACT_MODEL", "qwen2.5-1.5b-instruct")
+    seen = []
+
+    def handler(request):       # the openai client runs on httpx2: a mock transport under it
+        seen.append(request)
+        return httpx2.Response(200, json={
+            "id": "cmpl-1", "object": "text_completion", "created": 0,
+            "model": "qwen2.5-1.5b-instruct",
+            "choices": [{"index": 0, "text": " Oslo is cold.\nAction: get_weather[Oslo]",
+                         "finish_reason": "stop", "logprobs": None}]})
+
+    complete = configured_complete(max_tokens=50, temperature=0, timeout=5)
+    complete.llm.client = openai.OpenAI(
+        base_url="http://127.0.0.1:8080/v1", api_key="x", max_retries=0, timeout=5,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    assert complete("Question: q\nThought:", [STOP]) == " Oslo is cold.\nAction: get_weather[Oslo]"
+    assert seen[0].url.path == "/v1/completions"
+    body = json.loads(seen[0].content)
+    assert body["prompt"] == "Question: q\nThought:" and body["stop"] == [STOP]
+    assert body["max_tokens"] == 50 and body["temperature"] == 0
+    assert body["model"] == "qwen2.5-1.5b-instruct"

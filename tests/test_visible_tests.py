@@ -188,3 +188,28 @@ def test_every_check_in_the_lab_names_the_function_it_tests():
             if not m or function not in m.group(1):
                 unnamed.append(f"{gid}:{number}: {line.strip()[:90]}")
     assert not unnamed, "\n".join(unnamed)
+
+
+@pytest.mark.parametrize("assignment", [LAB, EXERCISES])
+def test_a_cell_with_hidden_tests_says_so_when_it_runs(assignment):
+    """The lab says a test cell that shows no error passed; a cell whose tests are (partly) hidden
+    prints that they run at grading time, and names what they test."""
+    import nbformat
+
+    source = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    short = {LAB: "lab", EXERCISES: "exercises"}[assignment]
+    student = {c.id: c for c in nbformat.read(ROOT / short / f"{assignment}.ipynb",
+                                              as_version=4).cells}
+    checked = 0
+    for cell in source.cells:
+        if cell.cell_type != "code" or "### BEGIN HIDDEN TESTS" not in cell.source:
+            continue
+        checked += 1
+        before = cell.source.partition("### BEGIN HIDDEN TESTS")[0].rstrip().splitlines()
+        notice = before[-1]
+        assert notice.startswith("print(") and "hidden" in notice and "graded" in notice, cell.id
+        subject = _gid(cell)[len("test_"):].split("__")[0]
+        if assignment == LAB:
+            assert subject in notice, (cell.id, notice)
+        assert student[cell.id].source.rstrip().splitlines()[-1] == notice, cell.id
+    assert checked >= 20

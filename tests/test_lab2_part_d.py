@@ -1,0 +1,133 @@
+"""The second lab's Part D (MCP, text ReAct, code actions): its cells, their nbgrader metadata,
+its hints, its catalogue and its links from the lecture, checked without a kernel.  Grading it
+(source full marks, student version zero, every wrong answer caught) is the grader's job;
+tests/test_mcp.py, test_textreact.py and test_codeact.py test the machinery it uses."""
+import pathlib
+import re
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
+STUDENT = ROOT / "lab" / "lecture-ReAct-lab2.ipynb"
+GRADED = {"tool_schemas_from_mcp": 3, "call_mcp_tool": 3, "parse_react_step": 3,
+          "run_react_text": 5, "code_tool_schema": 3, "run_code_action": 3}
+LINKS = {"lecture-ReAct-2-cot-react.ipynb": ["lab2-link-react-format"],
+         "lecture-ReAct-3-tools.ipynb": ["lab2-link-codeact", "lab2-link-mcp"]}
+
+
+@pytest.fixture(scope="module")
+def nb():
+    return nbformat.read(SOURCE, as_version=4)
+
+
+def part_d(nb):
+    ids = [c.id for c in nb.cells]
+    return nb.cells[ids.index("part-d-intro") + 1:]
+
+
+def meta(cell):
+    return cell.metadata.get("nbgrader") or {}
+
+
+def lecture_headings():
+    found = set()
+    for path in (ROOT / "lectures").glob("*.ipynb"):
+        for c in nbformat.read(path, as_version=4).cells:
+            if c.cell_type == "markdown":
+                found |= {m.strip() for m in re.findall(r"^#+ (.+)$", c.source, re.M)}
+    return found
+
+
+def test_part_d_is_at_the_end_and_all_its_cells_are_d_cells(nb):
+    cells = part_d(nb)
+    assert cells and all(c.id.startswith("d-") for c in cells)
+    assert not [c.id for c in nb.cells if c.id.startswith("d-") and c not in cells]
+    assert all(c.outputs == [] and c.execution_count is None for c in cells if c.cell_type == "code")
+
+
+def test_graded_functions_points_and_hidden_tests(nb):
+    cells = part_d(nb)
+    answers = {meta(c)["grade_id"]: c for c in cells if meta(c).get("solution")}
+    assert set(answers) == set(GRADED)
+    for name, points in GRADED.items():
+        src = answers[name].source
+        assert f"def {name}(" in src and "### BEGIN SOLUTION" in src and "### END SOLUTION" in src
+        tests = [c for c in cells if meta(c).get("grade") and
+                 (meta(c)["grade_id"] == f"test_{name}" or meta(c)["grade_id"].startswith(f"test_{name}__"))]
+        assert meta(tests[0])["grade_id"] == f"test_{name}" and "HIDDEN" not in tests[0].source
+        assert any("### BEGIN HIDDEN TESTS" in t.source for t in tests[1:]), name
+        assert sum(meta(t)["points"] for t in tests) == points, name
+        for t in tests:
+            assert meta(t)["locked"] and meta(t)["schema_version"] == 3 and not meta(t)["solution"]
+    assert sum(GRADED.values()) == 20
+    overview = next(c for c in cells if c.id == "d-overview").source
+    assert "20\npoints" in overview or "20 points" in overview
+
+
+def test_every_hint_cites_a_heading_the_lecture_has(nb):
+    headings = lecture_headings()
+    for c in part_d(nb):
+        if meta(c).get("grade"):
+            cited = re.findall(r'reread "([^"]+)"', c.source)
+            assert cited, f"{c.id}: the hint names no lecture section"
+            assert set(cited) <= headings, f"{c.id}: {set(cited) - headings} is not a lecture heading"
+
+
+def test_test_cells_use_students_names_only_by_calling_them(nb):
+    for c in part_d(nb):
+        if meta(c).get("grade"):
+            for bad in ("__code__", "inspect.", "getsource", "type(got)", "isinstance(result,"):
+                assert bad not in c.source, (c.id, bad)
+
+
+def test_the_student_version_has_stubs_that_name_their_function():
+    student = nbformat.read(STUDENT, as_version=4)
+    answers = {meta(c)["grade_id"]: c.source for c in student.cells if meta(c).get("solution")}
+    for name in GRADED:
+        assert "NotImplementedError" in answers[name] and name in answers[name]
+        assert "### BEGIN SOLUTION" not in answers[name]
+    hidden = [c for c in student.cells if "### BEGIN HIDDEN TESTS" in c.source]
+    assert not hidden
+
+
+def test_catalogue_has_at_least_three_wrong_answers_per_function_and_they_apply():
+    from autograder import catalogue
+
+    entries = [e for e in catalogue.entries("lecture-ReAct-lab2") if e.grade_id in GRADED]
+    for name in GRADED:
+        assert len([e for e in entries if e.grade_id == name]) >= 3, name
+    slugs = {f"{e.grade_id}__{e.slug}" for e in entries}
+    # the three mistakes the issue names
+    assert {"run_react_text__invented_observation_stands", "call_mcp_tool__drops_is_error",
+            "run_code_action__no_time_limit"} <= slugs
+
+
+def test_the_lecture_links_to_part_d():
+    lab = nbformat.read(SOURCE, as_version=4)
+    anchors = {"D.1-Tools-from-an-MCP-server", "D.2-ReAct-in-plain-text", "D.3-Code-as-the-action"}
+    headings = {m.replace(" ", "-") for c in lab.cells if c.cell_type == "markdown"
+                for m in re.findall(r"^### (.+)$", c.source, re.M)}
+    assert anchors <= headings
+    for name, ids in LINKS.items():
+        cells = {c.id: c for c in nbformat.read(ROOT / "lectures" / name, as_version=4).cells}
+        for cid in ids:
+            text = cells[cid].source
+            target = re.search(r"\]\(\.\./lab/lecture-ReAct-lab2\.ipynb#([^)]+)\)", text)
+            assert target and target.group(1) in anchors, (name, cid)
+
+
+def test_the_notebook_is_what_the_cell_script_writes(tmp_path):
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("lab2_part_d_cells", ROOT / "scripts" / "lab2_part_d_cells.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    copy = tmp_path / "lab2.ipynb"
+    shutil.copy(SOURCE, copy)
+    script.build(copy)
+    cells = lambda p: [(c.id, c.cell_type, c.source, c.metadata.get("nbgrader"))
+                       for c in nbformat.read(p, as_version=4).cells]
+    assert cells(copy) == cells(SOURCE), "run scripts/lab2_part_d_cells.py (under the lock) and release"
