@@ -113,6 +113,7 @@ class Pipe:
 # --- plain data ------------------------------------------------------------------------------
 
 ARRAY_KINDS = "biufU"
+_SCALARS = frozenset((type(None), bool, int, float, str))
 
 
 def _records():
@@ -176,6 +177,8 @@ class Codec:
         if t is int or t is float:
             return x
         if t is list:
+            if all(type(v) in _SCALARS for v in x):
+                return list(x)               # the common case, without a call per item
             return [self.encode(v, depth + 1) for v in x]
         if t is tuple:
             return {"t": [self.encode(v, depth + 1) for v in x]}
@@ -260,6 +263,8 @@ class Codec:
         if x is None or t in (bool, int, float, str):
             return x
         if t is list:
+            if all(type(v) in _SCALARS for v in x):
+                return x                     # JSON gave a fresh list of plain scalars
             return [self.decode(v, depth + 1) for v in x]
         if t is not dict or len(x) != 1:
             raise NotPlainData("a malformed value")

@@ -73,9 +73,19 @@ def reference_implementation(fn):
     return guarded
 
 
-def engage() -> None:
-    """From now on, calling a reference implementation raises ``ReferenceUnavailable``."""
+def engage(*, anywhere: bool = False) -> bool:
+    """From now on, in this notebook's kernel, calling a reference implementation raises
+    ``ReferenceUnavailable``.  Outside an IPython kernel (a script or a test that runs the lab's
+    setup cell) nothing changes unless ``anywhere=True``.  Returns whether the rule is on."""
+    if not anywhere:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return RULE.engaged
+        if get_ipython() is None:
+            return RULE.engaged
     RULE.engaged = True
+    return True
 
 
 def disengage() -> None:

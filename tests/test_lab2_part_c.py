@@ -12,9 +12,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
 CATALOGUE = ROOT / "autograder" / "wrong_answers" / "lecture-ReAct-lab2"
 GRADED = {"format_error": 3, "repeat_count": 2, "run_agent_hardened": 8, "compact_history": 4}
-# the lecture's section headings the hints may cite (lectures/ and the lab use these words)
-HEADINGS = ["In-Context Learning vs. Post-Training for ReAct", "Error Recovery in the Loop",
-            "The Execution Loop", "Actual Context Contents"]
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +50,45 @@ def test_graded_functions_points_and_hidden_tests(nb):
         assert sum(meta(t)["points"] for t in tests) == points, name
         for t in tests:
             assert meta(t)["locked"] and meta(t)["schema_version"] == 3
-            assert any(f'"{h}"' in t.source for h in HEADINGS), f"{meta(t)['grade_id']}: no hint"
+            # the hints' lecture headings: tests/test_hint_headings.py
     answer = {meta(c)["grade_id"]: c for c in cells if meta(c).get("solution")}
     for name in GRADED:
         src = answer[name].source
         assert f"def {name}(" in src and "### BEGIN SOLUTION" in src and "### END SOLUTION" in src
+
+
+def part_points(nb):
+    """{"C": points, "D": points} summed from the nbgrader metadata of each part's test cells."""
+    ids = [c.id for c in nb.cells]
+    c, d = ids.index("part-c-intro"), ids.index("part-d-intro")
+    total = lambda cells: sum(meta(x).get("points", 0) for x in cells if meta(x).get("grade"))
+    assert total(nb.cells[:c]) == 0
+    return {"C": total(nb.cells[c:d]), "D": total(nb.cells[d:])}
+
+
+def test_the_introduction_states_the_points_of_the_metadata(nb):
+    points = part_points(nb)
     title = next(c for c in nb.cells if c.id == "lab2-title").source
-    assert f"({sum(GRADED.values())} points)" in title
+    flat = " ".join(title.split())
+    for part, n in points.items():
+        stated = re.findall(rf"\*\*Part {part}, [^*]+\*\* \((\d+) points\)", flat)
+        assert stated == [str(n)], f"the introduction gives Part {part} {stated}, the metadata {n}"
+    assert re.findall(r"(\d+) points in all", flat) == [str(sum(points.values()))]
+    assert points["C"] == sum(GRADED.values())
+    closing = next(c for c in nb.cells if c.id == "c-closing").source
+    assert f"**Points.** {points['C']}: " in closing
+    for name, n in GRADED.items():
+        assert f"`{name}` {n}" in closing, name
+
+
+def test_the_introduction_says_how_to_work_without_a_server(nb):
+    title = next(c for c in nb.cells if c.id == "lab2-title").source
+    for needed in ("validate_tool_call", "execute_tool_call", "run_agent",
+                   "ReferenceUnavailable", "LREACT_BACKEND", "LREACT_BASE_URL", "LREACT_MODEL",
+                   "check_setup()", "scripted model", "hidden tests"):
+        assert needed in title, needed
+    setup = next(c for c in nb.cells if c.id == "lab2-setup").source
+    assert "lreact.reference.engage()" in setup
 
 
 def test_test_cells_use_students_names_only_by_calling_them(nb):

@@ -1,5 +1,5 @@
 """The second lab's Part D (MCP, text ReAct, code actions): its cells, their nbgrader metadata,
-its hints, its catalogue and its links from the lecture, checked without a kernel.  Grading it
+its catalogue and its links from the lecture, checked without a kernel.  Grading it
 (source full marks, student version zero, every wrong answer caught) is the grader's job;
 tests/test_mcp.py, test_textreact.py and test_codeact.py test the machinery it uses."""
 import pathlib
@@ -31,15 +31,6 @@ def meta(cell):
     return cell.metadata.get("nbgrader") or {}
 
 
-def lecture_headings():
-    found = set()
-    for path in (ROOT / "lectures").glob("*.ipynb"):
-        for c in nbformat.read(path, as_version=4).cells:
-            if c.cell_type == "markdown":
-                found |= {m.strip() for m in re.findall(r"^#+ (.+)$", c.source, re.M)}
-    return found
-
-
 def test_part_d_is_at_the_end_and_all_its_cells_are_d_cells(nb):
     cells = part_d(nb)
     assert cells and all(c.id.startswith("d-") for c in cells)
@@ -64,15 +55,6 @@ def test_graded_functions_points_and_hidden_tests(nb):
     assert sum(GRADED.values()) == 20
     overview = next(c for c in cells if c.id == "d-overview").source
     assert "20\npoints" in overview or "20 points" in overview
-
-
-def test_every_hint_cites_a_heading_the_lecture_has(nb):
-    headings = lecture_headings()
-    for c in part_d(nb):
-        if meta(c).get("grade"):
-            cited = re.findall(r'reread "([^"]+)"', c.source)
-            assert cited, f"{c.id}: the hint names no lecture section"
-            assert set(cited) <= headings, f"{c.id}: {set(cited) - headings} is not a lecture heading"
 
 
 def test_test_cells_use_students_names_only_by_calling_them(nb):
@@ -117,17 +99,3 @@ def test_the_lecture_links_to_part_d():
             target = re.search(r"\]\(\.\./lab/lecture-ReAct-lab2\.ipynb#([^)]+)\)", text)
             assert target and target.group(1) in anchors, (name, cid)
 
-
-def test_the_notebook_is_what_the_cell_script_writes(tmp_path):
-    import importlib.util
-    import shutil
-
-    spec = importlib.util.spec_from_file_location("lab2_part_d_cells", ROOT / "scripts" / "lab2_part_d_cells.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    copy = tmp_path / "lab2.ipynb"
-    shutil.copy(SOURCE, copy)
-    script.build(copy)
-    cells = lambda p: [(c.id, c.cell_type, c.source, c.metadata.get("nbgrader"))
-                       for c in nbformat.read(p, as_version=4).cells]
-    assert cells(copy) == cells(SOURCE), "run scripts/lab2_part_d_cells.py (under the lock) and release"

@@ -382,7 +382,7 @@ def test_qwen_cell_with_a_model_shows_the_sliders(monkeypatch, capsys):
 
     report = setup.SetupReport(model="qwen2.5:7b", host="http://fake", server=True,
                                model_pulled=True, tools_supported=True)
-    monkeypatch.setattr(setup, "check_setup", lambda model=None: report)
+    monkeypatch.setattr(setup, "check_setup", lambda model=None, **kw: report)
     pairs = [(f"tok{i}", -0.3 * i) for i in range(20)]
 
     class FakeOllama:

@@ -26,9 +26,14 @@ def _up_to_visible_softmax_test(nb):
     return nb
 
 
+def test_outside_a_kernel_the_setup_cell_changes_nothing():
+    assert reference.engage() is False
+    assert list(sampling.softmax([0.0, 0.0])) == [0.5, 0.5]
+
+
 def test_engaged_rule_names_the_function_and_says_why():
     try:
-        reference.engage()
+        assert reference.engage(anywhere=True)
         with pytest.raises(reference.ReferenceUnavailable,
                            match="lreact.sampling.softmax is the course's reference "
                                  "implementation; answers must not call it"):

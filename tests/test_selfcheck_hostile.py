@@ -98,10 +98,9 @@ def test_hostile_submission_scores_zero_and_leaks_nothing(graded, name):
     text = selfcheck.outputs_text(r.get("executed"))
     assert "LEAK" not in text, [ln for ln in text.splitlines() if "LEAK" in ln][:3]
     whole = json.dumps(r.get("executed"))
-    shown = generate(paths.source_path(aid)) + "\n".join(
-        e[3] for e in ENTRIES)   # the student version and the hostile cells themselves
-    leaked = [ln for ln in selfcheck.hidden_lines(cells.load(paths.source_path(aid)),
-                                                  json.loads(json.dumps(shown)))
+    student = nbformat.reads(generate(paths.source_path(aid)), as_version=4)
+    shown = "\n".join([c.source for c in student.cells] + [e[3] for e in ENTRIES])
+    leaked = [ln for ln in selfcheck.hidden_lines(cells.load(paths.source_path(aid)), shown)
               if json.dumps(ln)[1:-1] in whole]
     assert not leaked, f"hidden tests in the feedback notebook: {leaked[:2]}"
 
