@@ -351,6 +351,21 @@ class Codec:
 
 # --- the link: requests that nest ----------------------------------------------------------------
 
+def _mutable(x) -> bool:
+    """A top-level argument whose in-place changes the caller sees after the call, as in one
+    kernel: a list (``history``) or a writeable numpy array."""
+    if isinstance(x, list):
+        return True
+    import numpy as np
+    return isinstance(x, np.ndarray) and x.flags.writeable and x.dtype.kind in ARRAY_KINDS
+
+
+def _same_array(original, new) -> bool:
+    import numpy as np
+    return (isinstance(original, np.ndarray) and isinstance(new, np.ndarray)
+            and new.shape == original.shape and original.flags.writeable)
+
+
 class Proxy:
     """An object of the other side: operations on it are requests over the link."""
 
@@ -471,8 +486,8 @@ class Link:
         """Call a function of the other side; top-level list arguments are synced back."""
         enc_args = [self.codec.encode(a) for a in args]
         enc_kwargs = [[k, self.codec.encode(v)] for k, v in kwargs.items()]
-        lists = {str(i): a for i, a in enumerate(args) if isinstance(a, list)}
-        lists.update({k: v for k, v in kwargs.items() if isinstance(v, list)})
+        lists = {str(i): a for i, a in enumerate(args) if _mutable(a)}
+        lists.update({k: v for k, v in kwargs.items() if _mutable(v)})
         m = self.request_raw({"op": "call", "target": target, "args": enc_args,
                               "kwargs": enc_kwargs, "sync": sorted(lists)})
         value = self.reply_value(m)
@@ -485,8 +500,10 @@ class Link:
                     except NotPlainData as e:
                         raise TypeError(f"a list passed in came back as something that is not "
                                         f"plain data: {e}") from None
-                    if type(new) is list:
+                    if type(new) is list and isinstance(original, list):
                         original[:] = new
+                    elif _same_array(original, new):
+                        original[...] = new      # an answer that writes into its argument
         return value
 
     def serve(self, m) -> dict:

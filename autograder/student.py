@@ -17,7 +17,7 @@ import os
 import sys
 import traceback
 
-from .channel import Codec, Link, NotPlainData, Pipe
+from .channel import Link, NotPlainData, Pipe, _mutable
 
 HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
 OUTPUT_CAP = 100_000          # characters of output kept per cell
@@ -129,7 +129,7 @@ class Answers:
             sync = {}
             for k in keys:
                 v = args[int(k)] if k.isdigit() and int(k) < len(args) else kwargs.get(k)
-                if isinstance(v, list):
+                if _mutable(v):
                     sync[k] = self.link.codec.encode(v)
             return value, sync
         if op == "bye":

@@ -13,7 +13,7 @@ Environment variables (read at each call, so a notebook restart is enough after 
 - ``LREACT_API_KEY``: only if the engine was started with a key.
 
 ``configured_llm(**options)`` returns the model object; ``lreact.check_setup()`` checks the same
-backend.  Lecture: Part III, "Function Calling: Defining & Advertising Tools" (the inference
+backend.  Lecture: Part III, "Function calling: defining and advertising tools" (the inference
 engine is not part of the runtime: the loop only sends it requests).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The chat template as text (Part IV, "System Prompt, Chat Template & Statelessness").
+"""The chat template as text (Part IV, "System prompt, chat template and statelessness").
 
 ``render_chatml(messages, tools)`` produces the ChatML that a Qwen2.5 model reads under Ollama's
 template for qwen2.5 (Ollama library blob eb4402837c78):

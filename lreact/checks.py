@@ -131,3 +131,46 @@ def quiet(fn, *args, **kwargs):
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
             return fn(*args, **kwargs)
+
+
+def run_code_action(code, reports, *, name="code_action", hint="", timeout=20):
+    """Run a code action (a string of Python, Exercise 11) in a fresh, limited interpreter
+    OUTSIDE this process (``lreact.codeact.run_python``), where ``get_weather(city)`` answers
+    from ``reports`` (``{"Berlin": "12°C, rainy", ...}``).  Returns ``(cities looked up, value of
+    answer)`` as plain values; what the code prints is discarded.  The code never runs in the
+    process that checks it, so it cannot touch the test (Part III, "Specific tools vs a code
+    tool")."""
+    import json
+    import secrets
+
+    from .codeact import run_python
+    if not isinstance(code, str):
+        _fail(f"{name} must be a string of Python code, got {type(code).__name__}", hint)
+    marker = "lreact-result-" + secrets.token_hex(8)
+    prelude = "\n".join([
+        "import atexit as _atexit, io as _io, json as _json, sys as _sys",
+        f"_REPORTS = {json.dumps({str(k): str(v) for k, v in reports.items()})}",
+        "_CALLS = []",
+        "def get_weather(city, unit='celsius'):",
+        "    _CALLS.append(str(city))",
+        "    return _REPORTS[str(city)]",
+        "def _report():",
+        "    a = globals().get('answer')",
+        "    a = a if isinstance(a, (str, int, float, bool, type(None))) else repr(a)",
+        f"    _sys.__stdout__.write('\\n{marker} ' + _json.dumps({{'calls': _CALLS, 'answer': a}}) + '\\n')",
+        "    _sys.__stdout__.flush()",
+        "_atexit.register(_report)",
+        "_sys.stdout = _io.StringIO()",
+        ""])
+    done = run_python(code, timeout=timeout, prelude=prelude, max_output=200_000)
+    if done["timed_out"]:
+        _fail(f"{name} did not finish within {timeout} s", hint)
+    if done["exit_code"] != 0:
+        last = [line for line in done["stderr"].strip().splitlines() if line.strip()]
+        _fail(f"{name} raised an error: {last[-1] if last else 'exit status ' + str(done['exit_code'])}",
+              hint)
+    lines = [line for line in done["stdout"].splitlines() if line.startswith(marker + " ")]
+    if not lines:
+        _fail(f"{name} ended without reaching its end (did it call os._exit?)", hint)
+    result = json.loads(lines[-1][len(marker) + 1:])
+    return [str(c) for c in result["calls"]], result["answer"]

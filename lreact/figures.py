@@ -1,10 +1,10 @@
 """The lecture's pictures: the panels its widgets redraw and the static figures drawn from them
 (the fallback images in ``lectures/figures/``, written by ``scripts/make_lecture_figures.py``).
 
-- ``TemperaturePlot``, ``temperature_figure``        Part I, "Temperature Scaling"
-- ``truncation_panel``, ``truncation_figure``        Part I, "Truncated Sampling"
-- ``constrained_panel``, ``constrained_figure``      Part I, "Constrained Decoding"
-- ``budget_bars``, ``context_budget_figure``         Part IV, "The Context Budget"
+- ``TemperaturePlot``, ``temperature_figure``        Part I, "Temperature scaling"
+- ``truncation_panel``, ``truncation_figure``        Part I, "Truncated sampling: top-k and top-p"
+- ``constrained_panel``, ``constrained_figure``      Part I, "Constrained decoding"
+- ``budget_bars``, ``context_budget_figure``         Part IV, "The context budget"
 - ``sampling_panel``                                 Part I with a real model's first token
 """
 from __future__ import annotations

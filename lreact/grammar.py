@@ -1,4 +1,4 @@
-"""A toy grammar and toy model for constrained decoding (Part I, "Constrained Decoding").
+"""A toy grammar and toy model for constrained decoding (Part I, "Constrained decoding").
 
 The grammar accepts exactly one JSON tool call of the lab's two tools, one token at a time:
 
@@ -116,7 +116,7 @@ def toy_logits(prefix_ids, bonus: float = 7.0) -> np.ndarray:
 
 @reference_implementation  # the lecture's P', which the lab's constrained_probs computes
 def constrained_step(prefix_ids):
-    """One step of constrained decoding after ``prefix_ids`` (lecture: "Constrained Decoding"):
+    """One step of constrained decoding after ``prefix_ids`` (lecture: "Constrained decoding"):
     a dict with the state s_t, the allowed set A(s_t), the model's P, the masked and renormalised
     P' = 1[i in A(s_t)] P_i / sum_{j in A(s_t)} P_j, the mass of P the mask removed, and ``done``
     (the grammar is finished: A(s_t) is empty, P' is all zeros and nothing is removed)."""

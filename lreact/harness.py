@@ -1,10 +1,10 @@
 """The harness around the loop: what a runtime does in code about an untuned model's first errors
 (second lab, Part C).
 
-Lecture: Part II, "In-Context Learning vs. Post-Training for ReAct" (an untuned model's first
+Lecture: Part II, "In-context learning vs trajectory tuning" (an untuned model's first
 errors are invalid actions, repeated actions and refusals; a harness answers them with a
-validator for tool calls, a repetition check, a step cap), "The Execution Loop"; Part IV,
-"Actual Context Contents" (the history may be compacted, provided that a tool call and its
+validator for tool calls, a repetition check, a step cap), "The execution loop"; Part IV,
+"What the context contains" (the history may be compacted, provided that a tool call and its
 result stay together).
 
 The four functions are the course's reference versions of what the lab asks students to write:

@@ -5,7 +5,7 @@ student's history into plain tuples of plain ``str`` before comparing (never an 
 ``__eq__``), check what a ``ScriptedLLM`` received on each call (the whole history re-sent, the
 tools advertised every time), check the pairing of calls and results independently of the
 student's ``check_pairing``, and give a chi-square statistic for seeded draws.
-Nothing here prints or warns.  Lecture: Part II "The Execution Loop", Part IV "Message Types".
+Nothing here prints or warns.  Lecture: Part II "The execution loop", Part IV "Message types: what the loop stores".
 """
 from __future__ import annotations
 

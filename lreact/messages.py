@@ -1,4 +1,4 @@
-"""Message types of the lecture (Part IV, "Message Types") and their Ollama wire format.
+"""Message types of the lecture (Part IV, "Message types: what the loop stores") and their Ollama wire format.
 
 The loop stores its history as a list of these objects.  Each role has its own type
 because each carries different fields:
@@ -11,7 +11,7 @@ because each carries different fields:
 - ``ToolResultMessage(tool_call_id, content)``: the result of one call, paired by id.
 
 ``messages_to_wire`` / ``message_from_wire`` convert to and from the JSON that Ollama's
-``/api/chat`` speaks (lecture Part IV, "Message Types"; the recorded exchanges in
+``/api/chat`` speaks (lecture Part IV, "Message types: what the loop stores"; the recorded exchanges in
 ``tests/fixtures/ollama/`` show that JSON).
 """
 from __future__ import annotations
@@ -101,7 +101,7 @@ RUN_STATUSES = ("answered", "step_budget", "format_errors", "repetition")
 @dataclass
 class RunResult:
     """How a run of the hardened loop ended (second lab, Part C; lecture Part II, "The Execution
-    Loop", and "In-Context Learning vs. Post-Training for ReAct": a validator, a repetition
+    Loop", and "In-context learning vs trajectory tuning": a validator, a repetition
     check, a step cap).
 
     ``answer`` is the model's final text when ``status == "answered"`` and ``None`` otherwise, so

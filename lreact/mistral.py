@@ -1,6 +1,6 @@
 """Mistral's tool template as text, beside Qwen's ChatML (``lreact.chatml``).
 
-Lecture: Part IV, "System Prompt, Chat Template & Statelessness": other model families use other
+Lecture: Part IV, "System prompt, chat template and statelessness": other model families use other
 delimiters.  Mistral 7B v0.3, as Ollama's ``mistral`` template renders it:
 
 - the tool schemas go in ``[AVAILABLE_TOOLS] [...][/AVAILABLE_TOOLS]``, once, just before the

@@ -1,6 +1,6 @@
 """The model protocol of the lab: ``llm(messages, tools) -> AssistantMessage``.
 
-Two implementations (Part IV, "System Prompt, Chat Template & Statelessness": the model is
+Two implementations (Part IV, "System prompt, chat template and statelessness": the model is
 stateless, so each call receives the whole history):
 
 - ``ScriptedLLM``: replays a fixed list of responses and records what it was sent.  Tests and the

@@ -1,6 +1,6 @@
 """``OpenAICompatLLM``: the lab's model protocol over any OpenAI-compatible ``/v1`` endpoint.
 
-Part III, "Function Calling: Defining & Advertising Tools": Ollama, llama.cpp and vLLM are
+Part III, "Function calling: defining and advertising tools": Ollama, llama.cpp and vLLM are
 inference engines; the runtime only sends requests to their API.  This backend speaks the
 OpenAI chat-completions dialect through the official ``openai`` client, so the same
 ``llm(messages, tools) -> AssistantMessage`` loop runs on

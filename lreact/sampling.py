@@ -20,7 +20,7 @@ def _as_1d(z, what="logits") -> np.ndarray:
 
 @reference_implementation
 def softmax(z) -> np.ndarray:
-    """softmax(z)_i = exp(z_i) / sum_j exp(z_j) (lecture: "From Logits to a Token").
+    """softmax(z)_i = exp(z_i) / sum_j exp(z_j) (lecture: "From logits to a token: the softmax").
 
     Numerically stable (the maximum is subtracted first, which leaves the result unchanged);
     a logit of ``-inf`` gets probability 0.  At least one logit must be finite.
@@ -40,7 +40,7 @@ def softmax(z) -> np.ndarray:
 
 @reference_implementation
 def temperature_softmax(z, T: float) -> np.ndarray:
-    """softmax(z / T) (lecture: "Temperature Scaling").
+    """softmax(z / T) (lecture: "Temperature scaling").
 
     ``T == 0`` returns the one-hot argmax (lowest index on a tie), as inference libraries do for
     ``temperature=0.0``; ``T < 0`` raises ValueError.
@@ -63,7 +63,7 @@ def temperature_softmax(z, T: float) -> np.ndarray:
 
 @reference_implementation
 def top_k_filter(probs, k: int) -> np.ndarray:
-    """Keep the k most probable tokens, zero the rest, renormalise (lecture: "Truncated Sampling").
+    """Keep the k most probable tokens, zero the rest, renormalise (lecture: "Truncated sampling: top-k and top-p").
 
     Ties at the boundary keep the lower token index; ``k >= len(probs)`` changes nothing;
     ``k < 1`` raises ValueError.
@@ -85,7 +85,7 @@ def top_k_filter(probs, k: int) -> np.ndarray:
 def top_p_filter(probs, p: float) -> np.ndarray:
     """Keep the nucleus: the smallest set, in descending probability, whose cumulative
     probability is >= p (the token that crosses p is kept), then renormalise
-    (lecture: "Truncated Sampling", Holtzman et al., 2020).  ``0 < p <= 1`` else ValueError.
+    (lecture: "Truncated sampling: top-k and top-p", Holtzman et al., 2020).  ``0 < p <= 1`` else ValueError.
     """
     q = _as_1d(probs, "probs")
     p = float(p)
@@ -106,7 +106,7 @@ def top_p_filter(probs, p: float) -> np.ndarray:
 def sample_token(logits, *, temperature: float = 1.0, top_k=None, top_p=None,
                  rng: np.random.Generator) -> int:
     """One sampling step: temperature, softmax, top-k, top-p, then one categorical draw
-    with ``rng`` (lecture: "Next-Token Sampling").  Temperature 0 returns the argmax."""
+    with ``rng`` (lecture: "Next-token sampling: greedy or random").  Temperature 0 returns the argmax."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator, e.g. np.random.default_rng(0)")
     if temperature == 0:

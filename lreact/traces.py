@@ -1,5 +1,5 @@
 """Agent runs as message lists, and how much of the context window each model call fills
-(Part IV, "A Concrete Trace", "Actual Context Contents", "The Context Budget").
+(Part IV, "A Concrete Trace", "What the context contains", "The context budget").
 
 - ``berlin_trace()``: the lecture's two-turn run ("What's the weather in Berlin?").
 - ``multi_tool_trace()``: a longer run with two calls in one turn, an arithmetic call, a failed
@@ -39,7 +39,7 @@ def approx_tokens(text: str) -> int:
 def run_tool(call: ToolCall, registry=None) -> ToolResultMessage:
     """Execute one call as the runtime does: parse the arguments, run the function, and turn any
     failure into an ``"ERROR: ..."`` result that carries the call's id (Part III,
-    "Error Recovery in the Loop").  Used here to compute the results of the scripted runs."""
+    "Error recovery in the loop").  Used here to compute the results of the scripted runs."""
     registry = REGISTRY if registry is None else registry
     try:
         args = json.loads(call.arguments)

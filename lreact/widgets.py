@@ -1,9 +1,9 @@
 """The lecture's interactive widgets (ipywidgets), one function call each.
 
-- ``temperature_explorer()``         Part I, "Temperature Scaling"
-- ``truncation_explorer()``          Part I, "Truncated Sampling"
-- ``constrained_decoding_stepper()`` Part I, "Constrained Decoding"
-- ``context_budget_explorer()``      Part IV, "A Concrete Trace" and "The Context Budget"
+- ``temperature_explorer()``         Part I, "Temperature scaling"
+- ``truncation_explorer()``          Part I, "Truncated sampling: top-k and top-p"
+- ``constrained_decoding_stepper()`` Part I, "Constrained decoding"
+- ``context_budget_explorer()``      Part IV, "A Concrete Trace" and "The context budget"
 - ``sampling_explorer(tokens, logits)`` and ``qwen_logprobs_explorer()``  Part I with a real
   model's first-token distribution (the latter needs a running Ollama)
 

@@ -97,12 +97,17 @@ def pair():
         except BaseException:  # noqa: BLE001 - the test ended
             pass
 
-    threading.Thread(target=serve, daemon=True).start()
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
     tests = TrustedCells(Pipe(b[0], a[1]), lambda event: None, 5)
     assert tests.run_student(0)["ok"]
     yield tests
+    tests.link.pipe.send({"k": "q", "op": "bye"})
+    server.join(5)
     for fd in (*a, *b):
         os.close(fd)
+    from IPython.core.interactiveshell import InteractiveShell
+    InteractiveShell.clear_instance()   # this process is not a notebook kernel after the test
 
 
 SOURCE = '''
@@ -131,6 +136,9 @@ def peek(obj):
     return out
 def fails():
     raise ValueError("bad input")
+def zero_tail(a):
+    a[1:] = 0
+    return float(a.sum())
 '''
 
 
@@ -139,6 +147,9 @@ def test_data_names_arrive_as_values_and_functions_as_calls(pair):
     history = ["a"]
     assert pair.ns["append_twice"](history, "b") == 3
     assert history == ["a", "b", "b"]          # synced back into the same list
+    a = np.array([1.0, 2.0, 3.0])
+    assert pair.ns["zero_tail"](a) == 1.0
+    assert list(a) == [1.0, 0.0, 0.0]          # an array written in place, as in one kernel
 
 
 def test_objects_of_the_tests_stay_here_and_are_called_back(pair):

@@ -4,5 +4,5 @@ import operator
 
 def calculate(expression):
     """Evaluate an arithmetic expression safely with ``ast`` (never ``eval``); return the
-    result as text, e.g. '(17 + 25) * 3' -> '126' (lecture: "Specific Tools vs. a Code Tool")."""
+    result as text, e.g. '(17 + 25) * 3' -> '126' (lecture: "Specific tools vs a code tool")."""
     return str(ast.literal_eval(expression))

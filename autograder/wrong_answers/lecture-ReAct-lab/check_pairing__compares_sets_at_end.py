@@ -1,7 +1,7 @@
 # WRONG: compares the sets of call ids and result ids at the end, ignoring order and counts
 def check_pairing(history):
     """Raise ValueError naming the first violation of the pairing invariant
-    (lecture: "The Role of tool_call_id"); return None when the history is valid."""
+    (lecture: "The role of tool_call_id"); return None when the history is valid."""
     calls, results = set(), set()
     for m in history:
         if isinstance(m, AssistantMessage):

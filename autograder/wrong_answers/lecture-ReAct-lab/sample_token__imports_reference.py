@@ -1,7 +1,7 @@
 # WRONG: gives up on the stub and imports the course's reference sampler over it
 def sample_token(logits, *, temperature=1.0, top_k=None, top_p=None, rng):
     """Temperature, softmax, top-k, top-p, then one categorical draw with ``rng``; temperature 0
-    returns the argmax (lecture: "Next-Token Sampling")."""
+    returns the argmax (lecture: "Next-token sampling: greedy or random")."""
     raise NotImplementedError
 
 

@@ -3,7 +3,7 @@ from lreact.labchecks import reference
 
 
 def softmax(z):
-    """Numerically stable softmax of a 1-D vector of logits (lecture: "From Logits to a Token").
+    """Numerically stable softmax of a 1-D vector of logits (lecture: "From logits to a token: the softmax").
 
     Returns a numpy array of probabilities; a logit of -inf gets probability 0.
     """

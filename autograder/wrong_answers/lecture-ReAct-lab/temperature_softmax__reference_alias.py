@@ -4,7 +4,7 @@ import lreact.sampling
 
 def temperature_softmax(z, T):
     """softmax(z / T); T == 0 gives the one-hot argmax (lowest index on a tie); T < 0 raises
-    ValueError (lecture: "Temperature Scaling")."""
+    ValueError (lecture: "Temperature scaling")."""
     raise NotImplementedError
 
 

@@ -6,7 +6,7 @@ import lreact.sampling
 
 def top_k_filter(probs, k):
     """Keep the k most probable tokens (lower index first on ties), zero the rest, renormalise
-    (lecture: "Truncated Sampling")."""
+    (lecture: "Truncated sampling: top-k and top-p")."""
     raise NotImplementedError
 
 

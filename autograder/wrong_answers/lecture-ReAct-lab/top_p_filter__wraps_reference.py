@@ -3,5 +3,5 @@ import lreact.sampling
 
 def top_p_filter(probs, p):
     """Keep the smallest set of most probable tokens whose cumulative probability is >= p (the
-    crossing token is kept), zero the rest, renormalise (lecture: "Truncated Sampling")."""
+    crossing token is kept), zero the rest, renormalise (lecture: "Truncated sampling: top-k and top-p")."""
     return lreact.sampling.top_p_filter(np.asarray(probs, dtype=float).copy(), p)
