@@ -47,11 +47,25 @@ def _as_json(message):
         return {"error": f"{type(message).__name__}: {message}"}
 
 
-class _RecordingReader:
-    """Wraps the transport's read stream: every message the server sends is recorded."""
+class _Recording:
+    """What both recording wrappers share: the wrapped stream, the log, closing and context."""
 
     def __init__(self, stream, log):
         self._stream, self._log = stream, log
+
+    async def aclose(self):
+        await self._stream.aclose()
+
+    async def __aenter__(self):
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._stream.__aexit__(*exc)
+
+
+class _RecordingReader(_Recording):
+    """Wraps the transport's read stream: every message the server sends is recorded."""
 
     async def receive(self):
         item = await self._stream.receive()
@@ -72,36 +86,13 @@ class _RecordingReader:
         self._record(item)
         return item
 
-    async def aclose(self):
-        await self._stream.aclose()
 
-    async def __aenter__(self):
-        await self._stream.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc):
-        return await self._stream.__aexit__(*exc)
-
-
-class _RecordingWriter:
+class _RecordingWriter(_Recording):
     """Wraps the transport's write stream: every message the client sends is recorded."""
-
-    def __init__(self, stream, log):
-        self._stream, self._log = stream, log
 
     async def send(self, item):
         self._log.append(("->", _as_json(item.message)))
         await self._stream.send(item)
-
-    async def aclose(self):
-        await self._stream.aclose()
-
-    async def __aenter__(self):
-        await self._stream.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc):
-        return await self._stream.__aexit__(*exc)
 
 
 def default_server_command() -> list:
