@@ -19,20 +19,15 @@ points iff it ran to its end in the trusted process: the only thing this module 
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import nbformat
 
-from . import cells, kit, paths
+from . import cells, paths
 from .cells import (grade_id, is_answer, is_autograded_test, is_manual, load,  # noqa: F401
                     merge, points, replace_cell, stub)
 from .pool import ProcessPool
 from .sandbox import SandboxUnavailable  # noqa: F401 - re-exported for callers
-
-ENGINE_VERSION = "2"
-RUNNER = Path(__file__).with_name("runner.py")
 
 
 @dataclass
@@ -82,7 +77,7 @@ def jobs(merged, timeout: float, scratch) -> tuple[dict, dict]:
 def execute(merged, *, timeout: float = 60, sandbox: str = "auto", pool: ProcessPool | None = None,
             state=None):
     """Run the merged notebook in a student process and a trusted process; (result, notes)."""
-    pool = pool or (DEFAULT_POOL if state is None else ProcessPool(state))
+    pool = pool or ProcessPool(state)
     pair = pool.take(sandbox)
     try:
         code_cells = sum(1 for c in merged.cells if c.cell_type == "code")
@@ -152,14 +147,13 @@ def cells_first_line(text) -> str:
 
 
 def grade_notebook(assignment_id: str, nb_or_path, timeout: float = 60, *, source=None,
-                   sandbox: str = "auto", pool: ProcessPool | None = None, state=None,
-                   guard: bool = True) -> GradeResult:
+                   sandbox: str = "auto", pool: ProcessPool | None = None,
+                   state=None) -> GradeResult:
     """Grade one submission of ``assignment_id`` (see the module docstring).
 
     ``source`` overrides the instructor notebook (default ``solutions/<id>/<id>.ipynb``);
     ``state`` is the grader's state folder (``paths.State``); ``pool`` a ``ProcessPool`` of
     warm processes.  A notebook that cannot be read scores zero with ``failure`` saying why.
-    (``guard`` is accepted for old callers; the design needs no guard.)
     """
     source_nb = load(source or paths.source_path(assignment_id))
     try:
@@ -178,29 +172,3 @@ def zero_result(assignment_id: str, reason: str, *, source=None) -> GradeResult:
     """Zeros on every test of the assignment, with ``reason`` (nothing is executed)."""
     merged = merge(load(source or paths.source_path(assignment_id)), nbformat.v4.new_notebook())
     return score(merged, {"cells": {}, "failure": reason}, assignment_id)
-
-
-def file_hash(*parts) -> str:
-    """Cache key material: bytes/str/paths hashed with the engine version and the kit's code."""
-    h = hashlib.sha256(f"{ENGINE_VERSION}:{kit.digest()}".encode())
-    for p in parts:
-        if isinstance(p, Path):
-            p = p.read_bytes()
-        if isinstance(p, str):
-            p = p.encode()
-        h.update(len(p).to_bytes(8, "big"))
-        h.update(p)
-    return h.hexdigest()
-
-
-# --- for callers written against the pool in module state (grade.py) ---------------------------
-DEFAULT_POOL = ProcessPool()
-
-
-def warm_pool(size: int) -> None:
-    """Keep ``size`` pairs of grading processes started ahead of time (``DEFAULT_POOL``)."""
-    DEFAULT_POOL.resize(size)
-
-
-def drain_pool() -> None:
-    DEFAULT_POOL.drain()

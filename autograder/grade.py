@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from . import engine, paths
+from .pool import ProcessPool
+from .sandbox import describe
 from .gradebook import grade_id, is_manual, is_test, load, points
 from .submissions import Submission, assignments, discover
 
@@ -200,27 +202,25 @@ def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
     ``root`` and read the hand grades back (what the ``grade`` command does; selfcheck and
     the benchmark leave it off). ``code``: the code fingerprint (tests pass their own).
     """
-    folders = _state(state)
+    state = paths.state(state)
     known = assignments(root)
     if not known:
         raise SystemExit(f"no source notebooks under {Path(root) / 'solutions'}")
-    subs = discover(Path(folder), known, folders["unzipped"])
+    subs = discover(Path(folder), known, state.unzipped)
     jobs = max(1, jobs or os.cpu_count() or 1)
     options = options_key(timeout, sandbox)
     code = code or code_fingerprint()
-    describe = getattr(__import__("autograder.sandbox", fromlist=["describe"]), "describe",
-                       None)
-    if describe:
-        print(describe(sandbox), file=sys.stderr)
+    print(describe(sandbox), file=sys.stderr)
     records = []
     bar = None
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=len(subs), desc="grading", unit="submission", file=sys.stderr)
-    run, pool = _runner(folders, min(jobs, max(1, len(subs))))
+    pool = ProcessPool(state, size=min(jobs, max(1, len(subs))))   # warm pairs for the class
+    run = {"pool": pool, "state": state}
     try:
         with ThreadPoolExecutor(max_workers=jobs) as workers:
-            cache_dir = folders["cache"] if cache else None
+            cache_dir = state.cache if cache else None
             futures = [workers.submit(grade_one, s, known.get(s.assignment), options,
                                       cache_dir, code, timeout=timeout, sandbox=sandbox,
                                       run=run) for s in subs]
@@ -229,8 +229,7 @@ def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
                 if bar:
                     bar.update(1)
     finally:
-        if pool is not None:
-            pool.drain()
+        pool.drain()
     if bar:
         bar.close()
     records.sort(key=lambda r: (r["student"], r["assignment"]))
@@ -240,33 +239,6 @@ def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
     if out:
         write_csv(records, known, Path(out))
     return records, failures
-
-
-def _state(state) -> dict:
-    """The folders this module writes, under the grader's state folder (``--state``)."""
-    if hasattr(paths, "state"):
-        st = paths.state(state)
-        return {"state": st, "cache": st.cache, "unzipped": st.unzipped}
-    base = Path(state or paths.STATE_DIR)
-    return {"state": base, "cache": base / "cache", "unzipped": base / "unzipped"}
-
-
-def _runner(folders: dict, size: int):
-    """(extra arguments for engine.grade_notebook, the pool to drain): one pool of warm
-    grading processes for the whole class, in the state folder."""
-    import inspect
-    params = inspect.signature(engine.grade_notebook).parameters
-    if "pool" in params and "state" in params:
-        from .pool import ProcessPool
-        pool = ProcessPool(folders["state"], size=size)
-        return {"pool": pool, "state": folders["state"]}, pool
-    if hasattr(engine, "warm_pool"):
-        engine.warm_pool(size)
-
-        class _Default:
-            drain = staticmethod(engine.drain_pool)
-        return {}, _Default()
-    return {}, None
 
 
 def record_in_gradebook(records, known: dict, root: Path) -> None:
