@@ -3,16 +3,14 @@ exactly, fail loudly when they do not, and read as one mistake each."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from autograder import catalogue, paths
+from autograder.catalogue import CatalogueError, apply_edit, make_edit, parse_hunks
 
-from autograder import catalogue, paths  # noqa: E402
-from autograder.catalogue import CatalogueError, apply_edit, make_edit, parse_hunks  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SOLUTION = """def softmax(z):
     z = np.asarray(z, dtype=float)
