@@ -128,9 +128,20 @@ def _dir(mount: str, root: str, own: str) -> Path | None:
     return Path(mount) / own[len(root):].lstrip("/")
 
 
+def _mkdir_shared(p: Path) -> None:
+    """Make a folder that other graders make and remove too. ``Path.mkdir(exist_ok=True)``
+    is not enough: it re-checks that the folder exists after EEXIST, and another grader's last
+    run may have removed it in between (seen in CI: "File exists"); a folder removed after
+    this call shows up as FileNotFoundError in the caller, which retries."""
+    try:
+        os.mkdir(p)
+    except FileExistsError:
+        pass
+
+
 def _make_base(own: Path) -> Path:
     base = own / PARENT
-    base.mkdir(exist_ok=True)
+    _mkdir_shared(base)
     return base
 
 
@@ -139,7 +150,7 @@ def _ensure_base(h: "Hierarchy") -> None:
     and its CPU weight: all the grader's runs together weigh as much as one busy process per
     core would without cgroups (each run alone weighs one process), so a busy machine does not
     squeeze the whole grading into one process's share."""
-    h.base.mkdir(exist_ok=True)
+    _mkdir_shared(h.base)
     cores = os.cpu_count() or 1
     if h.version == 2 and h.controllers:
         enabled = set(_read(h.base / "cgroup.subtree_control").split())

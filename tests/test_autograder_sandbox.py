@@ -474,6 +474,25 @@ def test_two_workers_at_once_get_groups_of_their_own(tmp_path, confined):
     assert not any(survivors(m) for _, _, m in done)
 
 
+def test_groups_made_and_removed_by_many_runs_at_once_never_collide(cgroups):
+    # the last run of any grader removes the shared parent folder while another run makes it
+    # again: CI once saw "File exists" there (Path.mkdir(exist_ok=True) re-checks after EEXIST)
+    from concurrent.futures import ThreadPoolExecutor
+    from autograder import cgroup
+    backend, limits = cgroup.backend(), cgroup.Limits(1.0, 256 << 20, 64)
+
+    def one(_):
+        group = cgroup.RunGroup(backend, limits)
+        dirs = [d for _, d in group.dirs]
+        group.close()
+        return dirs
+
+    with ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(one, range(3000)))
+    assert all(len(dirs) == len(backend.hierarchies) for dirs in made)
+    assert not any(d.exists() for dirs in made for d in dirs)
+
+
 def test_cgroup_v2_is_found_and_limits_written_as_the_kernel_expects(tmp_path):
     # a pure cgroup v2 machine, faked: /proc/self/{cgroup,mountinfo} and the cgroup folder
     from autograder import cgroup
