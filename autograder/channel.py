@@ -8,6 +8,9 @@ data only, tagged so that nothing is ever executed or looked up by name while de
     {"a": [dtype, shape, flat]} numpy array (bool/int/uint/float/str)   {"n": [dtype, x]} scalar
     {"m": [record name, [[field, value], ...]]}  a dataclass record of ``lreact.messages``
     {"e": [exception name, [args]]}              an allowed exception type and its arguments
+    {"g": [bit generator name, state]}           a numpy random Generator, by its state
+    {"f": name}                                  one of the course's given pure functions
+                                                 (``SHARED_FUNCTIONS``), each side's own copy
     {"T": [id, callable]} / {"S": [id, callable]} a handle to an object that stays on the
                                                  trusted (T) or student (S) side
 
@@ -16,6 +19,15 @@ public attribute, indexing, ``len``, iterating send a request and wait for the r
 serving the other side's requests in between (calls nest: a test calls ``run_agent``, which
 calls the test's ``ScriptedLLM``).  The trusted side answers requests on its objects for public
 names only, never hands out modules, classes, frames or code, and never sets anything.
+
+A numpy random ``Generator`` is plain data: its state (a few integers) crosses, the other side
+draws from its own Generator built from that state, and after the call the state comes back and
+moves the caller's Generator, as a list argument's new content does.  So a test's seeded rng
+gives the answer exactly the draws it gives in one kernel, without a round trip per draw.
+``repeat`` calls a function n times with the same arguments in one request (the lab's frequency
+tests draw 47,000 tokens).  The toy model's ``lreact.grammar.toy_logits``, a given pure function
+that both sides have, crosses by its name, so an answer calls its own copy instead of calling
+back once per token; a logits function a test defines stays a handle.
 
 Lecture connection: none; this is the grader's machinery (see ``autograder/README.md``).
 """
@@ -113,6 +125,29 @@ class Pipe:
 # --- plain data ------------------------------------------------------------------------------
 
 ARRAY_KINDS = "biufU"
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+# Given functions (never an answer, never a reference implementation) that are pure and that
+# both processes hold in their own lreact: (module, name).
+SHARED_FUNCTIONS = (("lreact.grammar", "toy_logits"),)
+
+
+def _shared_function(name):
+    """The named function of ``SHARED_FUNCTIONS`` from this process's own lreact."""
+    import importlib
+    for module, attr in SHARED_FUNCTIONS:
+        if name == f"{module}.{attr}":
+            return getattr(importlib.import_module(module), attr)
+    raise NotPlainData(f"not a shared function: {name!r}")
+
+
+def _is_generator(x) -> bool:
+    np = _numpy_if_loaded()
+    return np is not None and isinstance(x, np.random.Generator)
+
+
+def _numpy_if_loaded():
+    import sys
+    return sys.modules.get("numpy")
 _SCALARS = frozenset((type(None), bool, int, float, str))
 
 
@@ -209,6 +244,12 @@ class Codec:
             if x.dtype.kind not in ARRAY_KINDS:
                 raise NotPlainData(f"a numpy {x.dtype} is not plain data")
             return {"n": [x.dtype.str, x.item()]}
+        if isinstance(x, np.random.Generator):
+            bits = x.bit_generator
+            name = type(bits).__name__
+            if name not in BIT_GENERATORS or type(bits) is not getattr(np.random, name):
+                raise NotPlainData(f"a Generator over {name} is not plain data")
+            return {"g": [name, self.encode(bits.state, depth + 1)]}
         for cls in t.__mro__:
             name = self.record_of.get(cls)
             if name:
@@ -228,6 +269,10 @@ class Codec:
             return {"s": [self.encode(v, depth + 1) for v in x]}
         if isinstance(x, (bytes, bytearray)):
             return {"b": base64.b64encode(bytes(x)).decode("ascii")}
+        if callable(x):
+            shared = self._shared_name(x)
+            if shared:
+                return {"f": shared}
         if self.export_any or callable(x):
             if isinstance(x, (types.ModuleType, type, types.FrameType, types.CodeType,
                               types.TracebackType, types.CellType)) and self.side == "T":
@@ -236,6 +281,15 @@ class Codec:
         raise NotPlainData(f"a {t.__name__} object is not plain data (only numbers, strings, "
                            "lists, tuples, dicts, numpy arrays and the message types of "
                            "lreact.messages cross to the tests)")
+
+    @staticmethod
+    def _shared_name(fn):
+        import sys
+        for module, attr in SHARED_FUNCTIONS:
+            mod = sys.modules.get(module)
+            if mod is not None and getattr(mod, attr, None) is fn:
+                return f"{module}.{attr}"
+        return None
 
     def encode_exception(self, e: BaseException):
         name = "RuntimeError"
@@ -307,6 +361,10 @@ class Codec:
                 raise NotPlainData(f"a {name} that cannot be built: {e}") from None
         if tag == "e":
             return self.decode_exception(x)
+        if tag == "g":
+            return self._generator(body, depth)
+        if tag == "f":
+            return _shared_function(body)
         if tag == self.side:
             return self.local(self._list(body, 2)[0])
         if tag == self.other:
@@ -334,6 +392,21 @@ class Codec:
             raise NotPlainData("a malformed value")
         return x
 
+    def _generator(self, body, depth):
+        import numpy as np
+        name, state = self._list(body, 2)
+        if name not in BIT_GENERATORS:
+            raise NotPlainData(f"not a bit generator: {name!r}")
+        state = self.decode(state, depth + 1)
+        if type(state) is not dict or state.get("bit_generator") != name:
+            raise NotPlainData("a malformed Generator state")
+        bits = getattr(np.random, name)()
+        try:
+            bits.state = state
+        except (ValueError, TypeError, KeyError, OverflowError) as e:
+            raise NotPlainData(f"a malformed Generator state ({e})") from None
+        return np.random.Generator(bits)
+
     def _array(self, body):
         import numpy as np
         dtype, shape, flat = self._list(body, 3)
@@ -353,10 +426,14 @@ class Codec:
 
 def _mutable(x) -> bool:
     """A top-level argument whose in-place changes the caller sees after the call, as in one
-    kernel: a list (``history``) or a writeable numpy array."""
+    kernel: a list (``history``), a writeable numpy array, a random Generator (its state)."""
     if isinstance(x, list):
         return True
-    import numpy as np
+    np = _numpy_if_loaded()
+    if np is None:
+        return False
+    if isinstance(x, np.random.Generator):
+        return True
     return isinstance(x, np.ndarray) and x.flags.writeable and x.dtype.kind in ARRAY_KINDS
 
 
@@ -482,14 +559,18 @@ class Link:
                 from None
         raise exc
 
-    def call(self, target: dict, args, kwargs):
-        """Call a function of the other side; top-level list arguments are synced back."""
+    def call(self, target: dict, args, kwargs, repeat: int | None = None):
+        """Call a function of the other side (``repeat`` times: the list of the values); top-level
+        list, array and Generator arguments are synced back."""
         enc_args = [self.codec.encode(a) for a in args]
         enc_kwargs = [[k, self.codec.encode(v)] for k, v in kwargs.items()]
         lists = {str(i): a for i, a in enumerate(args) if _mutable(a)}
         lists.update({k: v for k, v in kwargs.items() if _mutable(v)})
-        m = self.request_raw({"op": "call", "target": target, "args": enc_args,
-                              "kwargs": enc_kwargs, "sync": sorted(lists)})
+        msg = {"op": "call", "target": target, "args": enc_args, "kwargs": enc_kwargs,
+               "sync": sorted(lists)}
+        if repeat is not None:
+            msg["repeat"] = int(repeat)
+        m = self.request_raw(msg)
         value = self.reply_value(m)
         synced = m.get("sync")
         if isinstance(synced, dict):
@@ -502,6 +583,9 @@ class Link:
                                         f"plain data: {e}") from None
                     if type(new) is list and isinstance(original, list):
                         original[:] = new
+                    elif _is_generator(original) and _is_generator(new) \
+                            and type(new.bit_generator) is type(original.bit_generator):
+                        original.bit_generator.state = new.bit_generator.state
                     elif _same_array(original, new):
                         original[...] = new      # an answer that writes into its argument
         return value

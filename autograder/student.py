@@ -21,6 +21,7 @@ from .channel import Link, NotPlainData, Pipe, _mutable
 
 HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
 OUTPUT_CAP = 100_000          # characters of output kept per cell
+MAX_REPEAT = 1_000_000        # calls in one ``repeat`` request
 
 
 class Capped(io.TextIOBase):
@@ -125,7 +126,13 @@ class Answers:
                 fn = self.link.codec.local(target.get("ref"))
             args, kwargs = self.link.decode_call(m)
             keys = [str(k) for k in m.get("sync") or []]
-            value = fn(*args, **kwargs)
+            if "repeat" in m:
+                n = m["repeat"]
+                if type(n) is not int or not 0 <= n <= MAX_REPEAT:
+                    raise ValueError(f"repeat must be an int in 0..{MAX_REPEAT}")
+                value = [fn(*args, **kwargs) for _ in range(n)]
+            else:
+                value = fn(*args, **kwargs)
             sync = {}
             for k in keys:
                 v = args[int(k)] if k.isdigit() and int(k) < len(args) else kwargs.get(k)
@@ -191,5 +198,6 @@ def preload() -> None:
     import numpy  # noqa: F401
     import matplotlib.pyplot  # noqa: F401 - the lab's setup cell imports it
     import IPython.core.interactiveshell  # noqa: F401
+    import jsonschema  # noqa: F401 - the lab's setup cell imports it
     import lreact  # noqa: F401
     import lreact.reference  # noqa: F401

@@ -6,8 +6,8 @@ process (``student.py``) in notebook order: "run answer cell i", then a test cel
 on.  In the test cells' namespace every name the student defined is either the plain value it
 held (fetched right after the cell that set it) or, for a function, an ``Answer`` proxy whose
 call crosses the channel with plain data and comes back as plain data.  Objects a test hands to
-an answer (a ScriptedLLM, a registry, an rng, a logits function) stay here; the answer gets
-handles to them and its calls come back here.
+an answer (a ScriptedLLM, a registry, a logits function) stay here; the answer gets handles
+to them and its calls come back here (a random Generator crosses by its state: ``channel.py``).
 
 The verdict: a test cell passes iff it ran to its end here.  Nothing the student process sends
 is a verdict; at worst it is a wrong value or an exception that makes the test fail.
@@ -46,6 +46,10 @@ class Answer(Proxy):
 
     def __call__(self, *args, **kwargs):
         return self._link.call({"name": self._hid}, args, kwargs)
+
+    def lreact_repeat(self, n: int, args, kwargs) -> list:
+        """``[self(*args, **kwargs) for _ in range(n)]`` in one request (``labchecks.repeat``)."""
+        return self._link.call({"name": self._hid}, args, kwargs, repeat=n)
 
     def __getattr__(self, name):
         raise AttributeError(f"{self._hid} is the student's function: the tests may only "

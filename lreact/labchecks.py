@@ -121,6 +121,17 @@ def assert_paired(history, hint=""):
             i += len(ids)
 
 
+def repeat(fn, n: int, *args, **kwargs) -> list:
+    """``[fn(*args, **kwargs) for _ in range(n)]``: the same object arguments (an rng keeps
+    drawing) on every call.  Where the lab is graded, ``fn`` is your function running in
+    another process, and the ``n`` calls go there in one request (the frequency tests make
+    thousands); the values and the rng's draws are the same as here."""
+    batch = getattr(type(fn), "lreact_repeat", None)
+    if batch is not None:
+        return batch(fn, int(n), args, kwargs)
+    return [fn(*args, **kwargs) for _ in range(int(n))]
+
+
 def chi_square(counts, probs) -> tuple:
     """``(statistic, degrees of freedom)`` of observed ``counts`` against ``probs``;
     a draw of a zero-probability token gives an infinite statistic."""

@@ -85,7 +85,8 @@ def run_ours(source: Path, aid: str, students: list[str], tmp: Path, jobs: int,
                                   cache=False)  # identical copies must each be graded
     took = time.monotonic() - t0
     scores = {(r["student"], g): float(v[0]) for r in records for g, v in r["scores"].items()}
-    return scores, took, failures
+    errors = {(r["student"], g): e for r in records for g, e in r.get("errors", {}).items()}
+    return scores, took, failures, errors
 
 
 def main(argv=None) -> int:
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     students = [f"s{i:03d}" for i in range(args.n)]
     with tempfile.TemporaryDirectory(prefix="lreact-bench-") as tmp:
         tmp = Path(tmp)
-        ours, t_ours, failures = run_ours(source, args.assignment, students, tmp, args.jobs,
+        ours, t_ours, failures, errors = run_ours(source, args.assignment, students, tmp, args.jobs,
                                           args.timeout)
         theirs, t_nbg = run_nbgrader(source, args.assignment, students, tmp, args.timeout)
     same = ours == theirs
@@ -116,6 +117,9 @@ def main(argv=None) -> int:
     print(f"ratio: {t_nbg / t_ours:.2f}x faster")
     print(f"scores identical on all {len(ours)} (student, test cell) pairs: {same}"
           + ("" if same else f"; missing on one side: {lost[:5]}, differing: {differ[:5]}"))
+    for key in differ[:5]:
+        print(f"  {key}: ours {ours[key]:g} ({errors.get(key) or 'passed'}), "
+              f"nbgrader {theirs[key]:g}")
     return 0 if same and not failures else 1
 
 

@@ -153,10 +153,64 @@ def test_data_names_arrive_as_values_and_functions_as_calls(pair):
 
 
 def test_objects_of_the_tests_stay_here_and_are_called_back(pair):
-    rng = np.random.default_rng(0)
-    drawn = pair.ns["draw"](rng, 5)
-    assert drawn == [int(x) for x in np.random.default_rng(0).integers(0, 10, 5)]
     assert pair.ns["call_back"](lambda x: x * 10, 4) == 41
+
+
+def test_a_generator_crosses_by_its_state_and_moves_on_as_in_one_kernel(pair):
+    # the answer draws from a Generator built from the test's state; the test's rng then
+    # continues where the answer left it, exactly as if both ran in one process
+    rng, alone = np.random.default_rng(3), np.random.default_rng(3)
+    assert pair.ns["draw"](rng, 4) == [int(alone.integers(0, 10)) for _ in range(4)]
+    assert int(rng.integers(0, 10**9)) == int(alone.integers(0, 10**9))
+    mt = np.random.Generator(np.random.MT19937(5))
+    assert pair.ns["draw"](mt, 2) == [int(x) for x in
+                                      np.random.Generator(np.random.MT19937(5)).integers(0, 10, 2)]
+
+
+def test_repeat_makes_n_calls_in_one_request_with_the_same_arguments(pair):
+    from lreact.labchecks import repeat
+    rng, alone = np.random.default_rng(8), np.random.default_rng(8)
+    sent = []
+    real_send = pair.link.pipe.send
+    pair.link.pipe.send = lambda m: (sent.append(m), real_send(m))[1]
+    try:
+        got = repeat(pair.ns["draw"], 50, rng, 3)
+    finally:
+        pair.link.pipe.send = real_send
+    assert got == [[int(alone.integers(0, 10)) for _ in range(3)] for _ in range(50)]
+    assert len(sent) == 1 and sent[0]["repeat"] == 50
+    assert int(rng.integers(0, 10**9)) == int(alone.integers(0, 10**9))
+    history = []
+    assert repeat(pair.ns["append_twice"], 3, history, "x") == [2, 4, 6]
+    assert history == ["x"] * 6
+    # in one process (the student's kernel) it is the plain loop
+    assert repeat(lambda r: int(r.integers(0, 10)), 3, np.random.default_rng(8)) == \
+        [int(x) for x in np.random.default_rng(8).integers(0, 10, 3)]
+
+
+def test_the_toy_model_crosses_by_name_and_a_tests_own_function_stays_a_handle():
+    from lreact import grammar
+    t, s = Codec("T"), Codec("S")
+    assert t.encode(grammar.toy_logits) == {"f": "lreact.grammar.toy_logits"}
+    assert s.decode(t.encode(grammar.toy_logits)) is grammar.toy_logits   # that side's own copy
+
+    def fan(ids):
+        return grammar.toy_logits(ids)
+
+    assert "T" in t.encode(fan)
+    with pytest.raises(NotPlainData):
+        s.decode({"f": "os.system"})
+
+
+@pytest.mark.parametrize("bad", [
+    {"g": ["Evil", {"d": []}]},
+    {"g": ["PCG64", {"d": [["bit_generator", "MT19937"]]}]},
+    {"g": ["PCG64", {"d": [["bit_generator", "PCG64"], ["state", "x"]]}]},
+    {"g": ["PCG64", "no state"]},
+])
+def test_a_malformed_generator_state_is_refused(bad):
+    with pytest.raises((NotPlainData, TypeError)):
+        Codec("T").decode(bad)
 
 
 def test_handles_show_public_names_only_and_are_read_only(pair):

@@ -77,6 +77,17 @@ class FakeOllama:
         while len(body) < length:
             body += conn.recv(65536)
         self.paths.append(path)
+        if path == "/v1/models":          # an OpenAI-compatible engine (llama-server's shape)
+            return self._reply(conn, 200, {"object": "list", "data": [
+                {"id": MODEL, "object": "model", "created": 1764576000, "owned_by": "llamacpp"}]})
+        if path == "/v1/chat/completions":
+            request = json.loads(body or b"{}")
+            fruit = "Apple" if request.get("temperature") == 0 else \
+                ["Apple", "Banana", "Mango"][int(request.get("seed") or 0) % 3]
+            return self._reply(conn, 200, {
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1764576000,
+                "model": MODEL, "choices": [{"index": 0, "finish_reason": "stop",
+                                             "message": {"role": "assistant", "content": fruit}}]})
         if path == "/api/tags":
             return self._reply(conn, 200, {"models": [{"name": MODEL, "model": MODEL}]})
         if path == "/api/show":
@@ -111,7 +122,7 @@ class FakeOllama:
                      f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
 
 
-def _execute(nb, url, monkeypatch, tmp_path):
+def _execute(nb, url, monkeypatch, tmp_path, backend="ollama"):
     from nbclient import NotebookClient
 
     monkeypatch.setenv("OLLAMA_HOST", url)
@@ -119,6 +130,9 @@ def _execute(nb, url, monkeypatch, tmp_path):
     monkeypatch.setenv("MPLBACKEND", "agg")
     for var in ("LREACT_BACKEND", "LREACT_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
+    if backend == "openai":
+        monkeypatch.setenv("LREACT_BACKEND", "openai")
+        monkeypatch.setenv("LREACT_BASE_URL", url + "/v1")
     NotebookClient(nb, timeout=180, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on error
     problems = [(c.id, o.get("ename") or o.get("text", "")[:300]) for c in nb.cells
@@ -151,14 +165,28 @@ def test_part_a_real_model_cells_survive_a_failing_server(mode, monkeypatch, tmp
     if mode == "ok":
         assert "T = 0.0  top_p = 1.0   1 distinct of 6: ['Apple']" in out["sweep"]
         assert "distinct of 6: ['Apple', 'Banana', 'Mango']" in out["sweep"]
-        assert "Ollama could not" not in out["first-token"]
+        assert "could not give" not in out["first-token"]
         return
-    assert "The sweep stopped: Ollama could not answer." in out["sweep"]
+    assert "The sweep stopped: the model server could not answer." in out["sweep"]
     assert "The rest of the lab does not need it." in out["sweep"]
     expected = {"http500": "HTTP 500", "timeout": "did not answer within the timeout of 1 s",
                 "stopped": "Cannot reach an Ollama server"}[mode]
     assert expected in out["sweep"], out["sweep"]
     assert out["first-token"] == ""  # the plot falls back to the worked example, silently
+
+
+def test_part_a_real_model_cells_follow_an_openai_compatible_backend(monkeypatch, tmp_path):
+    # LREACT_BACKEND=openai (llama-server, vLLM): the sweep goes to /v1/chat/completions with
+    # each setting; the first-token plot, which needs Ollama's logprobs, says so and goes on
+    server = FakeOllama("ok")
+    try:
+        out = _execute(_part_a(5), server.url, monkeypatch, tmp_path, backend="openai")
+    finally:
+        server.close()
+    assert "/v1/models" in server.paths and not any(p.startswith("/api/") for p in server.paths)
+    assert "T = 0.0  top_p = 1.0   1 distinct of 6: ['Apple']" in out["sweep"]
+    assert "distinct of 6: ['Apple', 'Banana', 'Mango']" in out["sweep"]
+    assert "with LREACT_BACKEND=openai the plot uses the worked example" in out["first-token"]
 
 
 def test_first_token_cell_alone_survives_a_server_that_fails_after_the_sweep(monkeypatch,
@@ -189,7 +217,7 @@ def test_first_token_cell_alone_survives_a_server_that_fails_after_the_sweep(mon
     finally:
         server.close()
     assert "distinct of 6" in out["sweep"]
-    assert "Ollama could not give the first-token log-probabilities" in out["first-token"]
+    assert "The server could not give the first-token log-probabilities" in out["first-token"]
     assert "HTTP 500" in out["first-token"]
 
 
@@ -200,5 +228,5 @@ def test_whole_lab_runs_to_the_end_when_the_server_fails_after_the_check(monkeyp
     finally:
         server.close()
     assert "The sweep stopped" in out["sweep"]
-    assert "Ollama could not answer" in out["full-loop"]  # Part B says so too, and goes on
+    assert "The model server could not answer" in out["full-loop"]  # Part B says so too, and goes on
     assert "constrained:   0% of 200 samples fail to parse" in out["measure"]

@@ -1,26 +1,27 @@
-# HOSTILE: lecture-ReAct-lab sample_token: uses the handle to the test's rng to reach the trusted process (private attributes, frames of a generator, the module of a method, setting attributes) and patch its checks
-import numpy as np
-
-
-def sample_token(logits, *, temperature=1.0, top_k=None, top_p=None, rng):
-    for path in ("__class__", "_bit_generator", "__init__", "bit_generator"):
+# HOSTILE: lecture-ReAct-lab run_agent: uses the handles to the test's ScriptedLLM and tool functions to reach the trusted process (private attributes, frames, the module of a method, setting attributes, the recorded calls) and patch its checks
+def run_agent(user_input, llm, tools, registry, *, history=None, max_steps=8):
+    targets = [("llm", llm), ("llm.__call__", getattr(llm, "__call__", None))]
+    try:
+        targets += [(f"registry[{name!r}]", registry[name]) for name in ("get_weather", "calculate")]
+    except Exception:
+        pass
+    for label, obj in targets:
+        for path in ("__class__", "__dict__", "__globals__", "__module__", "__self__",
+                     "__code__", "__closure__", "gi_frame", "f_globals", "_counter", "__wrapped__"):
+            try:
+                inner = getattr(obj, path)
+                print("LEAK?", label, path, inner)
+            except Exception:
+                pass
+    for name, value in (("calls", []), ("responses", []), ("__call__", None)):
         try:
-            obj = getattr(rng, path)
-            for deeper in ("__globals__", "__module__", "gi_frame", "f_globals", "__self__", "lock"):
-                try:
-                    inner = getattr(obj, deeper)
-                    print("LEAK?", path, deeper, inner)
-                except Exception:
-                    pass
+            setattr(llm, name, value)
+            print("SET?", name)
         except Exception:
             pass
     try:
-        rng.choice = lambda *a, **k: 0
+        print("calls seen:", len(llm.calls), "responses:", len(llm.responses))
+        llm.calls.clear()      # what the ScriptedLLM recorded must stay as recorded
     except Exception:
         pass
-    try:
-        it = iter(rng.bit_generator.state)
-        print("iterated", list(it)[:3])
-    except Exception:
-        pass
-    return -1
+    return "done"
