@@ -1,5 +1,7 @@
 # HOSTILE: lecture-ReAct-lab run_agent: uses the handles to the test's ScriptedLLM and tool functions to reach the trusted process (private attributes, frames, the module of a method, setting attributes, the recorded calls) and patch its checks
 def run_agent(user_input, llm, tools, registry, *, history=None, max_steps=8):
+    if type(llm).__module__.startswith("lreact"):
+        return "done"          # the lab's own live cells: a ScriptedLLM of this very process
     targets = [("llm", llm), ("llm.__call__", getattr(llm, "__call__", None))]
     try:
         targets += [(f"registry[{name!r}]", registry[name]) for name in ("get_weather", "calculate")]
