@@ -17,6 +17,7 @@ start time: groups left by a grader that crashed are found by that and swept on 
 """
 from __future__ import annotations
 
+import errno
 import functools
 import itertools
 import os
@@ -312,7 +313,9 @@ class RunGroup:
                         _ensure_base(h)
                         d.mkdir()
                         break
-                    except FileNotFoundError:
+                    except OSError as e:  # ENOENT: gone; ENODEV: being removed as we wrote
+                        if e.errno not in (errno.ENOENT, errno.ENODEV):
+                            raise
                         time.sleep(0.01)
                 else:
                     d.mkdir()

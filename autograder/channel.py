@@ -8,7 +8,7 @@ data only, tagged so that nothing is ever executed or looked up by name while de
     {"a": [dtype, shape, flat]} numpy array (bool/int/uint/float/str)   {"n": [dtype, x]} scalar
     {"m": [record name, [[field, value], ...]]}  a dataclass record of ``lreact.messages``
     {"e": [exception name, [args]]}              an allowed exception type and its arguments
-    {"g": [bit generator name, state]}           a numpy random Generator, by its state
+    {"g": [bit generator name, state]}           a numpy random Generator: its mirror
     {"f": name}                                  one of the course's given pure functions
                                                  (``SHARED_FUNCTIONS``), each side's own copy
     {"T": [id, callable]} / {"S": [id, callable]} a handle to an object that stays on the
@@ -20,10 +20,12 @@ serving the other side's requests in between (calls nest: a test calls ``run_age
 calls the test's ``ScriptedLLM``).  The trusted side answers requests on its objects for public
 names only, never hands out modules, classes, frames or code, and never sets anything.
 
-A numpy random ``Generator`` is plain data: its state (a few integers) crosses, the other side
-draws from its own Generator built from that state, and after the call the state comes back and
-moves the caller's Generator, as a list argument's new content does.  So a test's seeded rng
-gives the answer exactly the draws it gives in one kernel, without a round trip per draw.
+A test's random ``Generator`` stays in the trusted process, but its calls are batched instead of
+making a round trip per draw: the answer gets a *mirror* (a ``Generator`` subclass built from
+the rng's state, so it draws exactly what the test's rng would draw), which logs every method
+call it serves (name and plain-data arguments).  The log comes back with the reply and the
+trusted process replays it on the test's own rng, so that rng moves only through its own methods
+called here, as it would through a handle; nothing the answer sends sets its state.
 ``repeat`` calls a function n times with the same arguments in one request (the lab's frequency
 tests draw 47,000 tokens).  The toy model's ``lreact.grammar.toy_logits``, a given pure function
 that both sides have, crosses by its name, so an answer calls its own copy instead of calling
@@ -140,9 +142,93 @@ def _shared_function(name):
     raise NotPlainData(f"not a shared function: {name!r}")
 
 
+MAX_LOG = 2_000_000                # rng calls one reply may log (replayed one by one)
+# what a mirror logs and the trusted side replays: the Generator's public drawing methods
+REPLAYED = frozenset((
+    "beta", "binomial", "bytes", "chisquare", "choice", "dirichlet", "exponential", "f",
+    "gamma", "geometric", "gumbel", "hypergeometric", "integers", "laplace", "logistic",
+    "lognormal", "logseries", "multinomial", "multivariate_hypergeometric",
+    "multivariate_normal", "negative_binomial", "noncentral_chisquare", "noncentral_f",
+    "normal", "pareto", "permutation", "permuted", "poisson", "power", "random", "rayleigh",
+    "shuffle", "standard_cauchy", "standard_exponential", "standard_gamma", "standard_normal",
+    "standard_t", "triangular", "uniform", "vonmises", "wald", "weibull", "zipf"))
+
+
 def _is_generator(x) -> bool:
     np = _numpy_if_loaded()
     return np is not None and isinstance(x, np.random.Generator)
+
+
+_MIRROR = []
+
+
+def _logged(state: dict, name: str, method):
+    """``method`` of a mirror, logging each call in ``state["lreact_log"]``."""
+
+    def logged(*args, **kwargs):
+        log, codec = state["lreact_log"], state["lreact_codec"]
+        try:
+            entry = [name, [codec.encode(a) for a in args],
+                     [[k, codec.encode(v)] for k, v in kwargs.items()]]
+        except NotPlainData as e:
+            raise TypeError(f"rng.{name} was given something the grader cannot pass on to the "
+                            f"test's rng: {e}") from None
+        last = log[-1] if log else None
+        same = last is not None and last[0] == name and last[1] == entry[1] \
+            and last[2] == entry[2] and last[3] < MAX_LOG
+        if not same and len(log) >= MAX_LOG:
+            raise RuntimeError(f"more than {MAX_LOG} different rng calls in one call")
+        state["lreact_depth"] = 1
+        try:
+            value = method(*args, **kwargs)
+        finally:
+            state["lreact_depth"] = 0
+        if same:
+            last[3] += 1
+        else:
+            log.append(entry + [1])
+        return value
+
+    return logged
+
+
+def is_mirror(x) -> bool:
+    """Is ``x`` a mirror of a test's rng (made by this side's decoding)?"""
+    return bool(_MIRROR) and type(x) is _MIRROR[0]
+
+
+def _mirror_class():
+    """``MirrorGenerator``: a numpy Generator that logs its outermost method calls (made once,
+    when the first mirror is needed, so that this module imports without numpy)."""
+    if _MIRROR:
+        return _MIRROR[0]
+    import numpy as np
+
+    class MirrorGenerator(np.random.Generator):
+        """The answer's copy of a test's rng: it draws what the test's rng would draw and logs
+        each call, already encoded (so a later change to an argument cannot alter the log);
+        consecutive identical calls (a sampling loop) are one entry with a count."""
+
+        def __init__(self, bits, codec):
+            super().__init__(bits)
+            self.lreact_log = []
+            self.lreact_codec = codec
+            self.lreact_depth = 0       # calls a method makes inside (choice -> random): no log
+            self.lreact_logged = {}
+
+        def __getattribute__(self, name):
+            if name in REPLAYED:
+                state = object.__getattribute__(self, "__dict__")
+                if not state["lreact_depth"]:
+                    logged = state["lreact_logged"].get(name)
+                    if logged is None:
+                        logged = state["lreact_logged"][name] = _logged(
+                            state, name, super().__getattribute__(name))
+                    return logged
+            return super().__getattribute__(name)
+
+    _MIRROR.append(MirrorGenerator)
+    return MirrorGenerator
 
 
 def _numpy_if_loaded():
@@ -405,7 +491,34 @@ class Codec:
             bits.state = state
         except (ValueError, TypeError, KeyError, OverflowError) as e:
             raise NotPlainData(f"a malformed Generator state ({e})") from None
-        return np.random.Generator(bits)
+        if self.side == "S":
+            return _mirror_class()(bits, self)      # its calls are replayed on the test's rng
+        return np.random.Generator(bits)            # a copy: the answer's own Generator
+
+    def replay(self, rng, log) -> None:
+        """Make on ``rng`` (the test's own) the calls its mirror logged, in order.  A call that
+        raises raised for the answer too (same arguments) and drew nothing."""
+        total = 0
+        for entry in self._list(log):
+            name, args, kwargs, count = self._list(entry, 4)
+            if name not in REPLAYED:
+                raise NotPlainData(f"not a Generator method: {name!r}")
+            if type(count) is not int or count < 1 or total + count > MAX_LOG:
+                raise NotPlainData(f"a malformed call count: {count!r}")
+            total += count
+            args = [self.decode(a) for a in self._list(args)]
+            kw = {}
+            for pair in self._list(kwargs):
+                k, v = self._list(pair, 2)
+                if not isinstance(k, str):
+                    raise NotPlainData("a keyword must be a str")
+                kw[k] = self.decode(v)
+            method = getattr(rng, name)
+            try:
+                for _ in range(count):
+                    method(*args, **kw)
+            except Exception:  # noqa: BLE001 - the answer's own call raised the same
+                pass
 
     def _array(self, body):
         import numpy as np
@@ -575,7 +688,15 @@ class Link:
         synced = m.get("sync")
         if isinstance(synced, dict):
             for key, original in lists.items():
-                if key in synced:
+                if key in synced and _is_generator(original):
+                    entry = synced[key]
+                    try:
+                        if type(entry) is not dict or set(entry) != {"log"}:
+                            raise NotPlainData("a malformed rng log")
+                        self.codec.replay(original, entry["log"])
+                    except NotPlainData as e:
+                        raise TypeError(f"the rng's calls came back malformed: {e}") from None
+                elif key in synced:
                     try:
                         new = self.codec.decode(synced[key])
                     except NotPlainData as e:
@@ -583,9 +704,6 @@ class Link:
                                         f"plain data: {e}") from None
                     if type(new) is list and isinstance(original, list):
                         original[:] = new
-                    elif _is_generator(original) and _is_generator(new) \
-                            and type(new.bit_generator) is type(original.bit_generator):
-                        original.bit_generator.state = new.bit_generator.state
                     elif _same_array(original, new):
                         original[...] = new      # an answer that writes into its argument
         return value

@@ -7,7 +7,8 @@ What a run is confined by, when the machine allows it:
   private size-capped tmpfs folders (``/grading``, ``/tmp``, ``/dev/shm``), and nothing else:
   not ``solutions/``, not ``autograder/``, not other submissions, not the grade cache. No
   network, its own PID namespace, a read-only root. It runs as an unprivileged user of its
-  own (a fresh uid per run when the grader is root, ``nobody`` in a user namespace otherwise).
+  own (a fresh uid per run when the grader is root, leased across processes by an flock in
+  ``/run/lreact-uids``; ``nobody`` in a user namespace otherwise).
   Per-process limits (``prlimit``): address space, CPU seconds, processes, file size, no core.
 - **a cgroup per run** (``autograder/cgroup.py``): every process of the run, detached or not,
   shares one CPU quota (``cpu_cores``, one core by default), one memory limit for all its
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -46,6 +46,8 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lreact.codeact import UidLeases
 
 from . import cgroup
 
@@ -104,22 +106,15 @@ def read_only_paths() -> list[Path]:
     return out
 
 
-_uids_lock = threading.Lock()
-_uids_used: set = set()
+GRADER_UIDS = UidLeases(61000, 64999)   # leased across processes (lreact/codeact.py)
 
 
 def _take_uid() -> int:
-    with _uids_lock:
-        while True:
-            uid = random.randint(61000, 64999)
-            if uid not in _uids_used:
-                _uids_used.add(uid)
-                return uid
+    return GRADER_UIDS.take()
 
 
 def _give_uid(uid) -> None:
-    with _uids_lock:
-        _uids_used.discard(uid)
+    GRADER_UIDS.give(uid)
 
 
 def _bwrap(kit: Path, uid: int | None, overlays=()) -> list[str]:

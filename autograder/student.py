@@ -17,7 +17,7 @@ import os
 import sys
 import traceback
 
-from .channel import Link, NotPlainData, Pipe, _mutable
+from .channel import Link, NotPlainData, Pipe, _mutable, is_mirror
 
 HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
 OUTPUT_CAP = 100_000          # characters of output kept per cell
@@ -136,7 +136,10 @@ class Answers:
             sync = {}
             for k in keys:
                 v = args[int(k)] if k.isdigit() and int(k) < len(args) else kwargs.get(k)
-                if _mutable(v):
+                log = getattr(v, "lreact_log", None) if is_mirror(v) else None
+                if log is not None:
+                    sync[k] = {"log": log}     # the rng's calls, replayed on the test's rng
+                elif _mutable(v):
                     sync[k] = self.link.codec.encode(v)
             return value, sync
         if op == "bye":

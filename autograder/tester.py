@@ -7,7 +7,8 @@ on.  In the test cells' namespace every name the student defined is either the p
 held (fetched right after the cell that set it) or, for a function, an ``Answer`` proxy whose
 call crosses the channel with plain data and comes back as plain data.  Objects a test hands to
 an answer (a ScriptedLLM, a registry, a logits function) stay here; the answer gets handles
-to them and its calls come back here (a random Generator crosses by its state: ``channel.py``).
+to them and its calls come back here (a random Generator's calls come back as a log that is
+replayed here: ``channel.py``).
 
 The verdict: a test cell passes iff it ran to its end here.  Nothing the student process sends
 is a verdict; at worst it is a wrong value or an exception that makes the test fail.

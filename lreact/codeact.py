@@ -83,24 +83,61 @@ except BaseException as e:
 
 
 # --- user ids for the runs (only when the caller is root) ------------------------------------
-_uid_lock = threading.Lock()
-_uids_in_use: set = set()
+class UidLeases:
+    """User ids in ``lo..hi`` for sandboxed runs, leased across every process on the machine.
+
+    A lease is an exclusive ``flock`` on the file ``<folder>/<uid>``, held until ``give``
+    (or until the leasing process ends, when the kernel drops it), so two graders, or a
+    grader and a notebook, never hand one uid to two runs at once.  A uid that still has
+    live processes (left by a run that was killed) is skipped.
+    """
+
+    def __init__(self, lo: int, hi: int, folder=None):
+        self.lo, self.hi = lo, hi
+        self.folder = Path(folder or os.environ.get("LREACT_UID_LEASES") or "/run/lreact-uids")
+        self._held: dict = {}
+        self._lock = threading.Lock()
+
+    def take(self) -> int:
+        import fcntl
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for _ in range(20 * (self.hi - self.lo + 1)):
+            uid = random.randint(self.lo, self.hi)
+            with self._lock:
+                if uid in self._held:
+                    continue
+            fd = os.open(self.folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            if _uid_processes(uid):
+                os.close(fd)
+                continue
+            with self._lock:
+                self._held[uid] = fd
+            return uid
+        raise RuntimeError(f"no free user id in {self.lo}..{self.hi}: too many runs at once")
+
+    def give(self, uid) -> None:
+        with self._lock:
+            fd = self._held.pop(uid, None)
+        if fd is not None:
+            os.close(fd)
+
+
+CODE_ACTION_UIDS = UidLeases(60000, 60999)   # the grader's own runs use 61000-64999
 
 
 def _take_uid():
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         return None
-    with _uid_lock:
-        while True:
-            uid = random.randint(60000, 60999)   # the grader uses 61000-64999
-            if uid not in _uids_in_use:
-                _uids_in_use.add(uid)
-                return uid
+    return CODE_ACTION_UIDS.take()
 
 
 def _give_uid(uid):
-    with _uid_lock:
-        _uids_in_use.discard(uid)
+    CODE_ACTION_UIDS.give(uid)
 
 
 def _drop(uid) -> list:

@@ -119,6 +119,14 @@ def append_twice(history, x):
     return len(history)
 def draw(rng, n):
     return [int(rng.integers(0, 10)) for _ in range(n)]
+def draw_choice(rng, p, n):
+    q = np.array(p)
+    out = [int(rng.choice(len(q), p=q)) for _ in range(n)]
+    q[:] = 0                   # changing an argument after the draw does not change the log
+    return out, isinstance(rng, np.random.Generator)
+def forge_log(rng):
+    rng.lreact_log.append(["__setstate__", [], [], 1])
+    return 1
 def call_back(fn, x):
     return fn(x) + 1
 def peek(obj):
@@ -165,6 +173,20 @@ def test_a_generator_crosses_by_its_state_and_moves_on_as_in_one_kernel(pair):
     mt = np.random.Generator(np.random.MT19937(5))
     assert pair.ns["draw"](mt, 2) == [int(x) for x in
                                       np.random.Generator(np.random.MT19937(5)).integers(0, 10, 2)]
+
+
+def test_the_tests_rng_moves_only_by_its_own_methods_replayed_here(pair):
+    # the answer's mirror logs its calls (not the calls choice makes inside), the test's rng
+    # replays them: same draws, same state afterwards, and a forged log entry is refused
+    rng, alone = np.random.default_rng(11), np.random.default_rng(11)
+    p = [0.1, 0.2, 0.7]
+    drawn, is_generator = pair.ns["draw_choice"](rng, p, 30)
+    assert is_generator
+    assert drawn == [int(alone.choice(3, p=np.array(p))) for _ in range(30)]
+    assert rng.bit_generator.state == alone.bit_generator.state
+    with pytest.raises(TypeError, match="malformed"):
+        pair.ns["forge_log"](rng)
+    assert rng.bit_generator.state == alone.bit_generator.state
 
 
 def test_repeat_makes_n_calls_in_one_request_with_the_same_arguments(pair):

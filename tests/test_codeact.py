@@ -188,3 +188,18 @@ def test_a_long_error_output_keeps_its_end():
     assert r["exit_code"] == 1 and r["truncated"]
     assert r["stderr"].startswith("noise") and r["stderr"].rstrip().endswith("ValueError: the real cause")
     assert "output truncated" in r["stderr"] and len(r["stderr"]) < 500
+
+
+def test_uid_leases_never_give_one_uid_to_two_holders(tmp_path):
+    # two lease tables on one folder stand for two processes (two graders, or a grader and a
+    # notebook): an flock on the uid's file is what keeps them apart
+    from lreact.codeact import UidLeases
+    a, b = UidLeases(64990, 64992, tmp_path), UidLeases(64990, 64992, tmp_path)
+    taken = {a.take(), a.take(), a.take()}
+    assert taken == {64990, 64991, 64992}
+    with pytest.raises(RuntimeError, match="no free user id"):
+        b.take()
+    a.give(64991)
+    assert b.take() == 64991
+    b.give(64991)
+    assert a.take() == 64991

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -357,11 +356,7 @@ def test_run_tool_turns_failures_into_error_results():
 # the figure script
 # ------------------------------------------------------------------------------------------------
 def test_figure_script_writes_every_linked_figure(tmp_path):
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import make_lecture_figures
-    finally:
-        sys.path.pop(0)
+    from scripts import make_lecture_figures
     make_lecture_figures.main(tmp_path)
     written = {p.name for p in tmp_path.glob("*.png")}
     linked = set()
@@ -419,11 +414,7 @@ def _texts_outside_their_axes(fig):
 
 
 def _figure_script():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import make_lecture_figures
-    finally:
-        sys.path.pop(0)
+    from scripts import make_lecture_figures
     return make_lecture_figures
 
 
