@@ -59,6 +59,15 @@ class ChannelTimeout(ChannelError):
     pass
 
 
+class AnswerInterrupted(ChannelError):
+    """The other side did not reply in time, was interrupted (as a kernel is on a timeout) and
+    then replied: the request failed, the link still works.  ``reply`` is that late reply."""
+
+    def __init__(self, message, reply=None):
+        super().__init__(message)
+        self.reply = reply or {}
+
+
 class NotPlainData(TypeError):
     pass
 
@@ -629,6 +638,7 @@ class Link:
         self.handler = handler
         self.deadline = None               # time.monotonic() by which a reply must come
         self.broken = None                 # why the link cannot be used any more
+        self.on_timeout = None             # () -> seconds of grace after an interrupt, or None
         self._proxies: dict = {}
 
     def proxy(self, side, hid, is_callable):
@@ -646,10 +656,19 @@ class Link:
     def request_raw(self, msg) -> dict:
         if self.broken:
             raise ChannelError(self.broken)
+        interrupted = False
         try:
             self.pipe.send({"k": "q", **msg})
             while True:
-                m = self.pipe.recv(self.deadline)
+                try:
+                    m = self.pipe.recv(self.deadline)
+                except ChannelTimeout:
+                    grace = None if interrupted or self.on_timeout is None else self.on_timeout()
+                    if grace is None:
+                        raise
+                    interrupted = True         # wait a little longer for the interrupted reply
+                    self.deadline = time.monotonic() + grace
+                    continue
                 if m.get("k") == "r":
                     break
                 if m.get("k") == "q":
@@ -659,6 +678,8 @@ class Link:
         except ChannelError as e:
             self.broken = self.broken or str(e)
             raise
+        if interrupted:
+            raise AnswerInterrupted("interrupted after the time limit", m)
         return m
 
     def reply_value(self, m):

@@ -57,23 +57,25 @@ class Pair:
         t2s = os.pipe()
         s2t = os.pipe()
         res = os.pipe()
+        stop = os.pipe()          # the tester interrupts a late answer (student.Interrupts)
         self.result_fd = res[0]
         self.runs, self.procs = [], []
-        child_fds = [t2s[0], s2t[1], s2t[0], t2s[1], res[1]]
+        child_fds = [t2s[0], s2t[1], s2t[0], t2s[1], res[1], stop[0], stop[1]]
         try:
             answers = kit / "answers-lreact"
-            s = sandbox.launch(kit, sys.executable, ["student", str(t2s[0]), str(s2t[1])],
+            s = sandbox.launch(kit, sys.executable,
+                               ["student", str(t2s[0]), str(s2t[1]), str(stop[0])],
                                mode=mode, cpu_seconds=CPU_SECONDS, scratch_base=state.scratch,
                                overlays=[(answers / "lreact", kits.lreact_dir())])
             self.runs.append(s)
             inside = s.runner.parent / "answers-lreact"
-            self.procs.append(self._start(s, (t2s[0], s2t[1]),
+            self.procs.append(self._start(s, (t2s[0], s2t[1], stop[0]),
                                           {"PYTHONPATH": str(inside)}))
             t = sandbox.launch(kit, sys.executable,
-                               ["tester", str(s2t[0]), str(t2s[1]), str(res[1])],
+                               ["tester", str(s2t[0]), str(t2s[1]), str(res[1]), str(stop[1])],
                                mode=mode, cpu_seconds=CPU_SECONDS, scratch_base=state.scratch)
             self.runs.append(t)
-            self.procs.append(self._start(t, (s2t[0], t2s[1], res[1]), {}))
+            self.procs.append(self._start(t, (s2t[0], t2s[1], res[1], stop[1]), {}))
         except BaseException:
             os.close(self.result_fd)
             self.cleanup()

@@ -64,14 +64,80 @@ def kind_of(value) -> str:
     return "callable" if callable(value) else "data"
 
 
+class Interrupts:
+    """What a kernel does on a timeout: the trusted process writes a byte to the interrupt
+    pipe, a watcher thread turns it into SIGINT for the main thread, and the answer code that is
+    running gets KeyboardInterrupt, so its call fails and the process goes on serving.  Only
+    answer code is interrupted: while the channel's own code runs (a reply being written, a
+    callback under way) the interrupt waits until the answer code resumes."""
+
+    def __init__(self, fd=None):
+        self.armed = False
+        self.pending = False
+        if fd is None:
+            return
+        import signal
+        import threading
+        signal.signal(signal.SIGINT, self._on_sigint)
+        main = threading.main_thread().ident
+
+        def watch():
+            while True:
+                try:
+                    if not os.read(fd, 1):
+                        return
+                except OSError:
+                    return
+                signal.pthread_kill(main, signal.SIGINT)
+
+        threading.Thread(target=watch, name="interrupts", daemon=True).start()
+
+    def _on_sigint(self, signum, frame):
+        if self.armed:
+            self.pending = False
+            raise KeyboardInterrupt
+        self.pending = True
+
+    def run(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` as answer code: interruptible."""
+        self.pending = False
+        self.armed = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.armed = False
+
+    def paused(self):
+        """While answer code waits for a callback: not interruptible; a pending interrupt is
+        raised as soon as the answer code resumes."""
+        return _Paused(self)
+
+
+class _Paused:
+    def __init__(self, interrupts):
+        self.interrupts = interrupts
+
+    def __enter__(self):
+        self.was = self.interrupts.armed
+        self.interrupts.armed = False
+
+    def __exit__(self, *exc):
+        self.interrupts.armed = self.was
+        if self.was and self.interrupts.pending and exc[0] is None:
+            self.interrupts.pending = False
+            raise KeyboardInterrupt
+        return False
+
+
 class Answers:
     """The student's namespace and the requests the trusted process may make of it."""
 
-    def __init__(self, cells: dict):
+    def __init__(self, cells: dict, interrupts: Interrupts | None = None):
         self.cells = cells            # index -> source
         self.shell = make_shell()
         self.ns = self.shell.user_ns
         self.link = None
+        self.interrupts = interrupts or Interrupts()
 
     def visible_names(self):
         return {k: v for k, v in self.ns.items()
@@ -86,7 +152,7 @@ class Answers:
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
         try:
-            result = self.shell.run_cell(source, store_history=True)
+            result = self.interrupts.run(self.shell.run_cell, source, store_history=True)
         finally:
             sys.stdout, sys.stderr = saved
         outputs = []
@@ -130,9 +196,9 @@ class Answers:
                 n = m["repeat"]
                 if type(n) is not int or not 0 <= n <= MAX_REPEAT:
                     raise ValueError(f"repeat must be an int in 0..{MAX_REPEAT}")
-                value = [fn(*args, **kwargs) for _ in range(n)]
+                value = self.interrupts.run(lambda: [fn(*args, **kwargs) for _ in range(n)])
             else:
-                value = fn(*args, **kwargs)
+                value = self.interrupts.run(fn, *args, **kwargs)
             sync = {}
             for k in keys:
                 v = args[int(k)] if k.isdigit() and int(k) < len(args) else kwargs.get(k)
@@ -155,6 +221,15 @@ class _Raw:
 
 
 class StudentLink(Link):
+    interrupts = None
+
+    def request_raw(self, msg) -> dict:
+        """A callback from answer code to the tests' objects: not interrupted meanwhile."""
+        if self.interrupts is None:
+            return super().request_raw(msg)
+        with self.interrupts.paused():
+            return super().request_raw(msg)
+
     def serve(self, m):
         try:
             value, sync = self.handler(m)
@@ -174,14 +249,16 @@ class StudentLink(Link):
         return out
 
 
-def main(rfd: int, wfd: int) -> int:
+def main(rfd: int, wfd: int, interrupt_fd: int | None = None) -> int:
     job = json.loads(sys.stdin.read() or "{}")
     if not job:
         return 0
     os.makedirs(job.get("cwd") or ".", exist_ok=True)
     os.chdir(job.get("cwd") or ".")
-    answers = Answers(job.get("cells", {}))
+    interrupts = Interrupts(interrupt_fd)
+    answers = Answers(job.get("cells", {}), interrupts)
     link = StudentLink(Pipe(rfd, wfd), "S", answers.handle)
+    link.interrupts = interrupts
     answers.link = link
     try:
         while True:

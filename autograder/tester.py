@@ -23,7 +23,8 @@ import sys
 import time
 import types
 
-from .channel import ChannelError, ChannelTimeout, Link, NotPlainData, Pipe, Proxy
+from .channel import (AnswerInterrupted, ChannelError, ChannelTimeout, Link, NotPlainData,
+                      Pipe, Proxy)
 from .student import Capped
 
 BLOCKED_PREFIXES = ("_", "gi_", "cr_", "ag_", "f_", "tb_", "co_")
@@ -31,6 +32,7 @@ BLOCKED_TYPES = (types.ModuleType, type, types.FrameType, types.CodeType, types.
                  types.CellType)
 OUTPUT_KEYS = {"output_type", "name", "text", "ename", "evalue"}
 OUTPUT_CAP = 100_000
+GRACE = 5.0        # seconds an interrupted answer has to reply before its process is stopped
 
 
 class CellTimeout(ChannelError):
@@ -84,10 +86,13 @@ class Unavailable:
 class TrustedCells:
     """The test cells' namespace and the requests the student process may make of us."""
 
-    def __init__(self, link_pipe: Pipe, events, timeout: float):
+    def __init__(self, link_pipe: Pipe, events, timeout: float, interrupt_fd=None):
         self.link = Link(link_pipe, "T", self.handle)
         self.events = events
         self.timeout = float(timeout)
+        self.interrupt_fd = interrupt_fd
+        if interrupt_fd is not None:
+            self.link.on_timeout = self.interrupt
         self.ns = {"__name__": "__main__", "__builtins__": builtins,
                    "get_ipython": lambda: _NoShell()}
         self.protected = set(dir(builtins)) | {"get_ipython"}
@@ -150,6 +155,15 @@ class TrustedCells:
                     and self.ns.get(name) is self.installed[name]:
                 del self.ns[name]
 
+    def interrupt(self):
+        """An answer ran past the time limit: interrupt it, as a kernel is interrupted on a
+        timeout (nbgrader does the same), and give it ``GRACE`` seconds to reply."""
+        try:
+            os.write(self.interrupt_fd, b"!")
+        except OSError:
+            return None
+        return GRACE
+
     def stop(self, why: str) -> None:
         if not self.stopped:
             self.stopped = why
@@ -164,6 +178,17 @@ class TrustedCells:
         self.link.deadline = time.monotonic() + self.timeout
         try:
             m = self.link.request_raw({"op": "run", "index": index})
+        except AnswerInterrupted as e:
+            if self.link.broken:
+                self.stop(f"the cell did not finish within {self.timeout:g} s")
+                return {"ran": False, "ok": False, "error": f"timeout: {self.stopped}",
+                        "outputs": []}
+            raw = e.reply.get("raw") if isinstance(e.reply.get("raw"), dict) else {}
+            self.install(raw.get("names") if isinstance(raw.get("names"), dict) else {},
+                         raw.get("gone"))
+            return {"ran": True, "ok": False, "outputs": clean_outputs(raw.get("outputs")),
+                    "error": f"timeout: the cell did not finish within {self.timeout:g} s and "
+                             "was interrupted"}
         except ChannelTimeout:
             self.stop(f"the cell did not finish within {self.timeout:g} s")
             return {"ran": False, "ok": False, "error": f"timeout: {self.stopped}",
@@ -187,11 +212,18 @@ class TrustedCells:
         error = None
         self.link.deadline = time.monotonic() + self.timeout
         signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, self.timeout + 5)
+        signal.setitimer(signal.ITIMER_REAL, self.timeout + GRACE + 5)
         try:
             sys.stdout, sys.stderr = out, err
             code = compile(_python(source), label, "exec")
             exec(code, self.ns)
+        except AnswerInterrupted:
+            if self.link.broken:
+                self.stop(f"an answer did not reply within {self.timeout:g} s in {label}")
+                error = f"timeout: {self.stopped}"
+            else:
+                error = (f"timeout: an answer did not finish within {self.timeout:g} s in {label}"
+                         " and was interrupted")
         except ChannelTimeout:
             self.stop(f"an answer did not reply within {self.timeout:g} s in {label}")
             error = f"timeout: {self.stopped}"
@@ -270,7 +302,7 @@ def clean_outputs(outputs) -> list:
     return clean
 
 
-def main(rfd: int, wfd: int, result_fd: int) -> int:
+def main(rfd: int, wfd: int, result_fd: int, interrupt_fd: int | None = None) -> int:
     out = os.fdopen(result_fd, "w", encoding="utf-8")
 
     def events(obj):
@@ -283,7 +315,7 @@ def main(rfd: int, wfd: int, result_fd: int) -> int:
     cwd = job.get("cwd") or "."
     os.makedirs(cwd, exist_ok=True)
     os.chdir(cwd)
-    tests = TrustedCells(Pipe(rfd, wfd), events, job.get("timeout", 60))
+    tests = TrustedCells(Pipe(rfd, wfd), events, job.get("timeout", 60), interrupt_fd)
     results = {}
     failure = None
     started = time.monotonic()

@@ -120,12 +120,34 @@ def test_an_answer_that_kills_its_process_scores_zero_for_what_needs_it(state):
     assert "cannot be reached" in r.errors["test_halve"]
 
 
-def test_an_answer_that_hangs_is_stopped_at_the_time_limit(state):
+def test_an_answer_that_hangs_is_interrupted_at_the_time_limit_and_the_rest_still_runs(state):
+    # as nbgrader does (it interrupts the kernel on a timeout): only the tests of the endless
+    # function fail, the other answers are still graded
     nb = replace_cell(load(SRC), "double", "def double(x):\n    while True:\n        pass\n")
+    r = grade(nb, state, timeout=3)
+    assert r.scores["test_double"] == (0.0, 2.0)
+    assert r.errors["test_double"].startswith("timeout") and "3 s" in r.errors["test_double"]
+    assert "interrupted" in r.errors["test_double"]
+    assert r.scores["test_halve"] == (1.0, 1.0) and r.failure is None
+
+
+def test_an_answer_cell_that_hangs_is_interrupted_and_keeps_what_it_defined(state):
+    nb = replace_cell(load(SRC), "double",
+                      "def double(x):\n    return 2 * x\nimport time\nwhile True:\n    time.sleep(0.1)\n")
+    r = grade(nb, state, timeout=3)
+    assert r.answers_ran["double"] is False
+    assert r.scores["test_double"] == (2.0, 2.0) and r.scores["test_halve"] == (1.0, 1.0)
+
+
+def test_an_answer_that_ignores_the_interrupt_is_stopped(state):
+    nb = replace_cell(load(SRC), "double",
+                      "import signal\ndef double(x):\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                      "    while True:\n        pass\n")
     r = grade(nb, state, timeout=3)
     assert r.scores["test_double"] == (0.0, 2.0)
     assert r.errors["test_double"].startswith("timeout")
     assert "3 s" in r.failure
+    assert "cannot be reached" in r.errors["test_halve"]
 
 
 def test_the_verdict_needs_the_test_to_run_to_its_end(state):
