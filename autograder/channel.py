@@ -679,7 +679,8 @@ class Link:
             self.broken = self.broken or str(e)
             raise
         if interrupted:
-            raise AnswerInterrupted("interrupted after the time limit", m)
+            target = msg.get("target") if isinstance(msg.get("target"), dict) else {}
+            raise AnswerInterrupted(str(target.get("name") or "an answer"), m)
         return m
 
     def reply_value(self, m):

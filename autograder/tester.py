@@ -217,13 +217,13 @@ class TrustedCells:
             sys.stdout, sys.stderr = out, err
             code = compile(_python(source), label, "exec")
             exec(code, self.ns)
-        except AnswerInterrupted:
+        except AnswerInterrupted as e:
             if self.link.broken:
                 self.stop(f"an answer did not reply within {self.timeout:g} s in {label}")
                 error = f"timeout: {self.stopped}"
             else:
-                error = (f"timeout: an answer did not finish within {self.timeout:g} s in {label}"
-                         " and was interrupted")
+                error = (f"timeout: {e} did not finish within {self.timeout:g} s and was "
+                         f"interrupted (in {label})")
         except ChannelTimeout:
             self.stop(f"an answer did not reply within {self.timeout:g} s in {label}")
             error = f"timeout: {self.stopped}"
