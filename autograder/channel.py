@@ -38,6 +38,7 @@ from __future__ import annotations
 import base64
 import builtins
 import dataclasses
+import functools
 import json
 import os
 import select
@@ -168,17 +169,13 @@ def _is_generator(x) -> bool:
     return np is not None and isinstance(x, np.random.Generator)
 
 
-_MIRROR = []
-
-
 def _logged(state: dict, name: str, method):
     """``method`` of a mirror, logging each call in ``state["lreact_log"]``."""
 
     def logged(*args, **kwargs):
         log, codec = state["lreact_log"], state["lreact_codec"]
         try:
-            entry = [name, [codec.encode(a) for a in args],
-                     [[k, codec.encode(v)] for k, v in kwargs.items()]]
+            entry = [name, *codec.encode_arguments(args, kwargs)]
         except NotPlainData as e:
             raise TypeError(f"rng.{name} was given something the grader cannot pass on to the "
                             f"test's rng: {e}") from None
@@ -203,14 +200,13 @@ def _logged(state: dict, name: str, method):
 
 def is_mirror(x) -> bool:
     """Is ``x`` a mirror of a test's rng (made by this side's decoding)?"""
-    return bool(_MIRROR) and type(x) is _MIRROR[0]
+    return _numpy_if_loaded() is not None and type(x) is _mirror_class()
 
 
+@functools.cache
 def _mirror_class():
     """``MirrorGenerator``: a numpy Generator that logs its outermost method calls (made once,
     when the first mirror is needed, so that this module imports without numpy)."""
-    if _MIRROR:
-        return _MIRROR[0]
     import numpy as np
 
     class MirrorGenerator(np.random.Generator):
@@ -236,13 +232,14 @@ def _mirror_class():
                     return logged
             return super().__getattribute__(name)
 
-    _MIRROR.append(MirrorGenerator)
     return MirrorGenerator
 
 
 def _numpy_if_loaded():
     import sys
     return sys.modules.get("numpy")
+
+
 _SCALARS = frozenset((type(None), bool, int, float, str))
 
 
@@ -504,6 +501,22 @@ class Codec:
             return _mirror_class()(bits, self)      # its calls are replayed on the test's rng
         return np.random.Generator(bits)            # a copy: the answer's own Generator
 
+    def encode_arguments(self, args, kwargs) -> tuple[list, list]:
+        """A call's arguments as ``([arg, ...], [[keyword, value], ...])``, encoded."""
+        return ([self.encode(a) for a in args],
+                [[k, self.encode(v)] for k, v in kwargs.items()])
+
+    def decode_arguments(self, args, kwargs) -> tuple[list, dict]:
+        """``encode_arguments`` undone: (args, kwargs)."""
+        decoded = [self.decode(a) for a in self._list(args)]
+        named = {}
+        for pair in self._list(kwargs):
+            k, v = self._list(pair, 2)
+            if not isinstance(k, str):
+                raise NotPlainData("a keyword must be a str")
+            named[k] = self.decode(v)
+        return decoded, named
+
     def replay(self, rng, log) -> None:
         """Make on ``rng`` (the test's own) the calls its mirror logged, in order.  A call that
         raises raised for the answer too (same arguments) and drew nothing."""
@@ -515,13 +528,7 @@ class Codec:
             if type(count) is not int or count < 1 or total + count > MAX_LOG:
                 raise NotPlainData(f"a malformed call count: {count!r}")
             total += count
-            args = [self.decode(a) for a in self._list(args)]
-            kw = {}
-            for pair in self._list(kwargs):
-                k, v = self._list(pair, 2)
-                if not isinstance(k, str):
-                    raise NotPlainData("a keyword must be a str")
-                kw[k] = self.decode(v)
+            args, kw = self.decode_arguments(args, kwargs)
             method = getattr(rng, name)
             try:
                 for _ in range(count):
@@ -697,8 +704,7 @@ class Link:
     def call(self, target: dict, args, kwargs, repeat: int | None = None):
         """Call a function of the other side (``repeat`` times: the list of the values); top-level
         list, array and Generator arguments are synced back."""
-        enc_args = [self.codec.encode(a) for a in args]
-        enc_kwargs = [[k, self.codec.encode(v)] for k, v in kwargs.items()]
+        enc_args, enc_kwargs = self.codec.encode_arguments(args, kwargs)
         lists = {str(i): a for i, a in enumerate(args) if _mutable(a)}
         lists.update({k: v for k, v in kwargs.items() if _mutable(v)})
         msg = {"op": "call", "target": target, "args": enc_args, "kwargs": enc_kwargs,
@@ -743,11 +749,4 @@ class Link:
             return {"k": "r", "x": self.codec.encode_exception(e)}
 
     def decode_call(self, m):
-        args = [self.codec.decode(a) for a in Codec._list(m.get("args", []))]
-        kwargs = {}
-        for pair in Codec._list(m.get("kwargs", [])):
-            k, v = Codec._list(pair, 2)
-            if not isinstance(k, str):
-                raise NotPlainData("a keyword must be a str")
-            kwargs[k] = self.codec.decode(v)
-        return args, kwargs
+        return self.codec.decode_arguments(m.get("args", []), m.get("kwargs", []))

@@ -109,14 +109,6 @@ def read_only_paths() -> list[Path]:
 GRADER_UIDS = UidLeases(61000, 64999)   # leased across processes (lreact/codeact.py)
 
 
-def _take_uid() -> int:
-    return GRADER_UIDS.take()
-
-
-def _give_uid(uid) -> None:
-    GRADER_UIDS.give(uid)
-
-
 def _bwrap(kit: Path, uid: int | None, overlays=()) -> list[str]:
     args = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
@@ -186,7 +178,7 @@ def bwrap_problem() -> str:
     if missing:
         return missing
     with tempfile.TemporaryDirectory() as kit:
-        uid = _take_uid() if os.geteuid() == 0 else None
+        uid = GRADER_UIDS.take() if os.geteuid() == 0 else None
         try:
             done = subprocess.run(_probe_command(Path(kit), uid), capture_output=True,
                                   timeout=60)
@@ -195,7 +187,7 @@ def bwrap_problem() -> str:
         except OSError as e:
             return f"the bubblewrap probe could not start: {e}"
         finally:
-            _give_uid(uid)
+            GRADER_UIDS.give(uid)
     if done.returncode == 0:
         return ""
     said = _trim(done.stderr.decode("utf-8", "replace")) or "no error text"
@@ -338,7 +330,7 @@ class Launch:
         self.kill()
         if self.host_scratch:
             shutil.rmtree(self.host_scratch, ignore_errors=True)
-        _give_uid(self.uid)
+        GRADER_UIDS.give(self.uid)
 
 
 def launch(kit: Path, python: str, args: list, *, mode: str = "auto", cpu_seconds: int = 600,
@@ -392,7 +384,7 @@ def launch(kit: Path, python: str, args: list, *, mode: str = "auto", cpu_second
         keys.append("cgroup")
     try:
         if sandboxed:
-            uid = _take_uid() if os.geteuid() == 0 else None
+            uid = GRADER_UIDS.take() if os.geteuid() == 0 else None
             runner = INSIDE / "kit" / "runner.py"
             cmd = (_bwrap(kit, uid, overlays) + _limits(cpu_seconds) + _drop(uid)
                    + [python, str(runner), *args])

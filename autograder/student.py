@@ -11,6 +11,7 @@ a cell prints is captured for the student's feedback, capped in size.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -107,26 +108,18 @@ class Interrupts:
         finally:
             self.armed = False
 
+    @contextlib.contextmanager
     def paused(self):
         """While answer code waits for a callback: not interruptible; a pending interrupt is
         raised as soon as the answer code resumes."""
-        return _Paused(self)
-
-
-class _Paused:
-    def __init__(self, interrupts):
-        self.interrupts = interrupts
-
-    def __enter__(self):
-        self.was = self.interrupts.armed
-        self.interrupts.armed = False
-
-    def __exit__(self, *exc):
-        self.interrupts.armed = self.was
-        if self.was and self.interrupts.pending and exc[0] is None:
-            self.interrupts.pending = False
+        was, self.armed = self.armed, False
+        try:
+            yield
+        finally:
+            self.armed = was
+        if was and self.pending:
+            self.pending = False
             raise KeyboardInterrupt
-        return False
 
 
 class Answers:
