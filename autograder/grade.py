@@ -1,6 +1,8 @@
 """``python -m autograder grade SUBMISSIONS``: a folder of submissions to a grade sheet.
 
-1. Find every submission (``submissions.py``: nbgrader folders, LMS zips, loose notebooks).
+1. Find every submission (``submissions.py``: nbgrader folders, LMS exports of Canvas, Moodle
+   and Blackboard (``lms.py``), zips, loose notebooks); several uploads of one student and
+   assignment are resolved by a stated rule or not at all, and listed.
 2. Grade each one in parallel, in its own sandboxed run (``engine.grade_notebook``), or take
    its grade from the cache.
 3. Record students, submissions and autograded scores in nbgrader's gradebook
@@ -10,7 +12,10 @@
    needs_manual_grade, reason``; ``total`` and ``max`` count every point (autograded and by
    hand), ``needs_manual_grade`` lists the cells still to be graded (or checked again) in
    formgrader, ``reason`` says why a row is zeros (timeout, kernel died, bad zip, not a
-   notebook, no notebook, grader error).
+   notebook, no notebook, duplicate upload: none graded, grader error (the grader's own
+   fault only), other) or that it was chosen among several uploads ("duplicate upload:
+   graded the newest attempt" / "identical copies"). Every cell goes through ``safecsv``
+   (OWASP's CSV injection rule); the summary prints every name through ``safetext.shown``.
 
 The cache (``<state>/cache/``) is keyed by everything that can change a score: the
 submission's bytes, the source notebook's bytes, every file of ``lreact/`` and
@@ -20,7 +25,6 @@ submission is graded again.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
@@ -31,6 +35,9 @@ from pathlib import Path
 
 from . import engine, paths
 from .pool import ProcessPool
+from .safecsv import write as write_safe_csv
+from .reasons import duplicate_reason, reason_of
+from .safetext import shown
 from .sandbox import describe
 from .gradebook import grade_id, is_manual, is_test, load, points
 from .submissions import Submission, assignments, discover
@@ -90,26 +97,14 @@ def cache_key(sub: Submission, source: Path, options: str, code: str) -> str:
 
 # --- one submission ----------------------------------------------------------------------
 
-REASONS = (  # (words in the failure text, reason)
-    (("bad zip", "unsafe path", "symbolic link", "zip has", "zip expands", "larger than it"),
-     "bad zip"),
-    (("invalid notebook", "not a notebook"), "not a notebook"),
-    (("no notebook",), "no notebook"),
-    (("timeout", "took too long", "timed out"), "timeout"),
-    (("kernel died", "died", "deadkernel", "process ended", "ended without", "is gone"),
-     "kernel died"),
-)
-
-
-def reason_of(failure: str | None) -> str:
-    """The short reason of a failure, for the CSV's ``reason`` column ('' when none)."""
-    if not failure:
-        return ""
-    text = failure.lower().replace(" ", "").replace("_", "")
-    for words, reason in REASONS:
-        if any(w.replace(" ", "") in text for w in words):
-            return reason
-    return "grader error"
+def annotate(record: dict, sub: Submission) -> dict:
+    """What the folder says about ``sub`` (not its bytes, so never cached): the uploads it
+    was chosen from, those set aside, the LMS's name; ``reason`` from both."""
+    record.update(duplicates=list(sub.duplicates), rule=sub.rule,
+                  set_aside=list(sub.set_aside), name=sub.name, renamed=sub.renamed)
+    parts = [duplicate_reason(record), reason_of(record.get("failure"))]
+    record["reason"] = "; ".join(p for p in parts if p)
+    return record
 
 
 def zero_record(sub: Submission, source: Path | None, reason: str) -> dict:
@@ -132,8 +127,8 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
     """Grade (or fetch from the cache) one submission; a plain dict, JSON-ready.
     ``run``: extra keyword arguments for ``engine.grade_notebook`` (the pool, the state)."""
     if source is None:
-        return {**zero_record(sub, None, sub.problem or "no notebook"), "cached": False,
-                "submitted": None}
+        return annotate({**zero_record(sub, None, sub.problem or "no notebook"),
+                         "cached": False, "submitted": None}, sub)
     key = cache_key(sub, source, options, code)
     cached = cache_dir / f"{key}.json" if cache_dir else None
     if cached and cached.exists():
@@ -142,7 +137,7 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
             # identical bytes from two students share one grading; the names are theirs
             record.update(student=sub.student, assignment=sub.assignment, origin=sub.origin,
                           submitted=_path(sub), cached=True)
-            return record
+            return annotate(record, sub)
         except ValueError:
             pass
     if sub.notebook is None:
@@ -175,7 +170,7 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
         record = json.loads(cached.read_text(encoding="utf-8"))
     record["cached"] = False
     record["submitted"] = _path(sub)
-    return record
+    return annotate(record, sub)
 
 
 def _path(sub: Submission) -> str | None:
@@ -292,35 +287,64 @@ def write_csv(records, known: dict, out: Path) -> None:
         for gid in graded_columns(known[aid]):
             if gid not in columns:
                 columns.append(gid)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["student", "assignment", *columns, "total", "max", "needs_manual_grade",
-                    "reason"])
-        for r in records:
-            cells, total, top, todo = sheet(r)
-            order = {gid: i for i, gid in enumerate(columns)}
-            w.writerow([r["student"], r["assignment"],
-                        *["" if cells.get(c) is None else _num(cells[c]) for c in columns],
-                        _num(total), _num(top) if r["assignment"] in known else "",
-                        " ".join(sorted(todo, key=lambda g: order.get(g, 0))),
-                        r.get("reason") or reason_of(r.get("failure"))])
+    order = {gid: i for i, gid in enumerate(columns)}
+    rows = []
+    for r in records:
+        cells, total, top, todo = sheet(r)
+        rows.append([r["student"], r["assignment"],
+                     *["" if cells.get(c) is None else _num(cells[c]) for c in columns],
+                     _num(total), _num(top) if r["assignment"] in known else "",
+                     " ".join(sorted(todo, key=lambda g: order.get(g, 0))),
+                     r.get("reason") or reason_of(r.get("failure"))])
+    # text neutralised, numbers written as numbers: safecsv (OWASP's CSV injection rule)
+    write_safe_csv(out, ["student", "assignment", *columns, "total", "max",
+                         "needs_manual_grade", "reason"], rows)
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+def _num(x: float) -> int | float:
+    """A score as a number (a whole one without '.0'): never student text."""
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def _who(r) -> str:
+    """``student / assignment`` of a record, escaped (every name here is a student's)."""
+    name = f" ({shown(r['name'])})" if r.get("name") and r["name"] != r["student"] else ""
+    return f"{shown(r['student'])}{name} / {shown(r['assignment'] or '?')}"
 
 
 def summary(records, failures) -> str:
+    """What grade prints at the end. Every name and message from a submission goes through
+    ``safetext.shown``: its escape sequences are shown, never obeyed by the terminal."""
     lines = [f"graded {len(records)} submission(s) "
              f"({sum(1 for r in records if r.get('cached'))} from the cache)"]
+    several = [r for r in records if r.get("duplicates")]
+    if several:
+        lines.append(f"{len(several)} student(s) with more than one upload of one assignment "
+                     "(the file names decide whose they are: check them):")
+        for r in several:
+            how = {"newest": f"graded the newest attempt, {shown(r['origin'])}",
+                   "identical": f"identical copies, graded once ({shown(r['origin'])})"
+                   }.get(r.get("rule"), "none graded (zeros): keep one and run grade again")
+            lines.append(f"  {_who(r)}: {how}")
+            lines.extend(f"      {shown(o)}" for o in r["duplicates"])
+    renamed = [r for r in records if r.get("renamed")]
+    if renamed:
+        lines.append(f"{len(renamed)} upload(s) named a student with characters that are not "
+                     "safe in the gradebook and formgrader; graded under a safe name:")
+        lines.extend(f"  {shown(r['renamed'])} -> {shown(r['student'])} "
+                     f"({shown(r['origin'])})" for r in renamed)
     if failures:
         lines.append(f"{len(failures)} submission(s) had problems:")
         for r in failures:
-            lines.append(f"  {r['student']} / {r['assignment'] or '?'} ({r['origin']}): "
-                         f"{r['failure']}")
+            lines.append(f"  {_who(r)} ({shown(r['origin'])}): {shown(r['failure'])}")
     else:
         lines.append("no failures")
+    aside = [o for r in records for o in r.get("set_aside", [])]
+    if aside:
+        more = f", and {len(aside) - 5} more" if len(aside) > 5 else ""
+        lines.append(f"{len(aside)} upload(s) set aside, not graded (each holds no notebook, "
+                     "or another notebook of an upload whose <assignment>.ipynb was graded): "
+                     f"{', '.join(shown(o) for o in aside[:5])}{more}")
     todo = [(r, sheet(r)[3]) for r in records if r.get("grades") is not None]
     waiting = sum(len(t) for _, t in todo)
     if waiting:
@@ -328,8 +352,8 @@ def summary(records, failures) -> str:
                      f"(column needs_manual_grade)")
     for r in records:
         for gid in r.get("flagged", []):
-            lines.append(f"  {r['student']} / {r['assignment']}: the answers changed since "
-                         f"{gid} was graded by hand; its score is kept, check it in formgrader")
+            lines.append(f"  {_who(r)}: the answers changed since {shown(gid)} was graded "
+                         "by hand; its score is kept, check it in formgrader")
     return "\n".join(lines)
 
 

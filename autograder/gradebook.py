@@ -7,7 +7,8 @@ where its ``nbgrader_config.py`` is, the repository root by default):
 - each student and submission, with the autograded score of every test cell;
 - the graded notebook at nbgrader's ``autograded/<student>/<assignment>/<notebook>.ipynb``, the
   copy formgrader shows, with the mark scheme (the model answer from ``solutions/``) in an
-  instructor-only cell under every hand-graded answer.
+  instructor-only cell under every hand-graded answer; what the student wrote in it is inert
+  (``formgrade_inert``: markdown that is not plain is shown as text, outputs are plain).
 
 The instructor then scores and comments the hand-graded cells in formgrader (and may correct
 an autograded score there: a manual score overrides the automatic one, as in nbgrader).
@@ -117,6 +118,12 @@ def answers_of(nb) -> dict:
     return {grade_id(c): c.source for c in nb.cells if is_answer(c)}
 
 
+def mark_scheme_text(gid: str, scheme: str) -> str:
+    """The instructor-only markdown cell under hand-graded answer ``gid``."""
+    return (f"{MARK_SCHEME_BEGIN}\n**Mark scheme for `{gid}`** (instructor only; the model "
+            f"answer of the source notebook)\n\n{scheme}\n{MARK_SCHEME_END}")
+
+
 class CourseGradebook:
     """The gradebook of one course folder (see the module docstring)."""
 
@@ -177,6 +184,7 @@ class CourseGradebook:
             "released": released,
             "schemes": {grade_id(c): c.source for c in nb.cells if is_manual(c)
                         and is_answer(c)},
+            "trusted": frozenset(c.source for c in nb.cells if c.cell_type == "markdown"),
         }
 
     # --- submissions -------------------------------------------------------------------
@@ -196,6 +204,8 @@ class CourseGradebook:
         nbname = info["notebook"]
         dest = self.autograded_path(student, aid, nbname)
         answers = answers_of(graded_nb)
+        safe = self._inert(graded_nb, info)   # what the autograded/ copy holds
+        shown = answers_of(safe)
         previous = None
         if dest.exists():
             try:
@@ -203,7 +213,7 @@ class CourseGradebook:
             except Exception:  # noqa: BLE001 - an unreadable old copy: treat all as changed
                 previous = {}
         changed = set() if previous is None else {
-            g for g in answers if previous.get(g) != answers[g]}
+            g for g in answers if previous.get(g) not in (answers[g], shown[g])}
         flagged = []
         now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
         with self.open() as gb:
@@ -241,7 +251,7 @@ class CourseGradebook:
                     else:
                         grade.needs_manual_grade = False
             gb.db.commit()
-        self._write_autograded(dest, graded_nb, info["schemes"])
+        self._write_autograded(dest, safe, info["schemes"])
         self._write_submitted(record, nbname, now if changed or previous is None else None)
         return flagged
 
@@ -262,18 +272,20 @@ class CourseGradebook:
             when = when or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
             stamp.write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), encoding="utf-8")
 
-    def _write_autograded(self, dest: Path, graded_nb, schemes: dict) -> None:
-        nb = nbformat.from_dict(copy.deepcopy(dict(graded_nb)))
+    @staticmethod
+    def _inert(graded_nb, info: dict):
+        """The graded notebook as formgrader may show it: the student's text inert."""
+        from .formgrade_inert import inert_notebook
+        return inert_notebook(load(graded_nb), info["trusted"])
+
+    def _write_autograded(self, dest: Path, nb, schemes: dict) -> None:
         cells = []
         for cell in nb.cells:
             cells.append(cell)
             gid = grade_id(cell)
             if gid in schemes:
-                text = (f"{MARK_SCHEME_BEGIN}\n**Mark scheme for `{gid}`** (instructor only; "
-                        f"the model answer of the source notebook)\n\n{schemes[gid]}\n"
-                        f"{MARK_SCHEME_END}")
                 cells.append(nbformat.v4.new_markdown_cell(
-                    text, id=f"mark-scheme-{gid}"[:64],
+                    mark_scheme_text(gid, schemes[gid]), id=f"mark-scheme-{gid}"[:64],
                     metadata={"lreact": {"mark_scheme": gid}}))
         nb.cells = cells
         dest.parent.mkdir(parents=True, exist_ok=True)

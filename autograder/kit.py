@@ -1,7 +1,9 @@
 """The grader's kit: what every sandboxed run gets read-only (built once per content).
 
     kit/runner.py                  the entry point (``runner.py``)
-    kit/autograder/                channel.py, student.py, tester.py (nothing secret in them)
+    kit/autograder/                channel.py (with codec.py, handles.py, mirror.py,
+                                   numeric.py, records.py), student.py, tester.py (nothing
+                                   secret in them)
     kit/answers-lreact/lreact/     a copy of lreact whose ``@reference_implementation``
                                    functions have no body (``lreact.reference``): the student
                                    process sees it at the real package's path
@@ -21,7 +23,8 @@ from pathlib import Path
 from . import paths
 
 HERE = Path(__file__).resolve().parent
-CODE = ("channel.py", "student.py", "tester.py")
+CODE = ("channel.py", "codec.py", "handles.py", "mirror.py", "numeric.py", "records.py",
+        "student.py", "tester.py")
 
 
 def lreact_dir() -> Path:

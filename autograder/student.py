@@ -7,7 +7,11 @@ verdict: the trusted process (``tester.py``) asks it, over the channel (``channe
 cell i, to give the value of a name, or to call one of its functions with plain data.
 
 Cells run in an in-process IPython shell (magics and ``get_ipython()`` work as in Jupyter); what
-a cell prints is captured for the student's feedback, capped in size.
+a cell prints is captured for the student's feedback, capped in size.  The values a cell sets go
+to the tests as plain data when they fit (``codec.py``'s limits, ``VALUES_ROOM`` per cell); one
+that does not (a 20-million-float array) is sent as its reason instead, so it costs nothing
+unless a test uses it, and that test fails saying why.  A reply that cannot be sent fails its
+one request (``Link.serve``); the process lives on.
 """
 from __future__ import annotations
 
@@ -18,11 +22,16 @@ import os
 import sys
 import traceback
 
-from .channel import Link, NotPlainData, Pipe, _mutable, is_mirror
+from .channel import (MAX_MESSAGE, ChannelError, Link, NotPlainData, Pipe, Raw, _mutable,
+                      is_mirror)
 
 HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
 OUTPUT_CAP = 100_000          # characters of output kept per cell
 MAX_REPEAT = 1_000_000        # calls in one ``repeat`` request
+MAX_NAMES = 10_000            # names one cell may pass on (each at most MAX_NAME characters)
+MAX_NAME = 200
+VALUES_ROOM = MAX_MESSAGE - 8 * 1024 * 1024   # bytes of values in one cell's reply (the rest:
+#                                               its outputs, at most 3 x OUTPUT_CAP characters)
 
 
 class Capped(io.TextIOBase):
@@ -158,23 +167,43 @@ class Answers:
             outputs.append({"output_type": "error", "ename": type(error).__name__,
                             "evalue": str(error)[:OUTPUT_CAP]})
         now = self.visible_names()
-        names = {}
-        for k, v in now.items():
-            if before.get(k) != id(v):
+        changed = [(k, v) for k, v in now.items()
+                   if before.get(k) != id(v) and len(k) <= MAX_NAME][:MAX_NAMES]
+        gone = [k for k in before if k not in now and len(k) <= MAX_NAME][:MAX_NAMES]
+        return {"ok": error is None, "outputs": outputs, "names": self.values(changed),
+                "gone": gone}
+
+    def values(self, changed) -> dict:
+        """``{name: [kind, encoded value or why not]}`` for the names a cell set.  A value too
+        large to pass (or that JSON cannot write) is not sent: the tests get a name that says
+        why when a test uses it, and a name no test reads costs nothing."""
+        names, room = {}, VALUES_ROOM
+        codec = self.link.codec
+        with codec.sending() as budget:
+            for k, v in changed:
                 kind = kind_of(v)
                 names[k] = [kind, None]
-                if kind == "data":
-                    try:
-                        names[k][1] = self.link.codec.encode(v)
-                    except (NotPlainData, RecursionError) as e:
-                        names[k] = ["other", str(e)[:300]]
-        gone = [k for k in before if k not in now]
-        return {"ok": error is None, "outputs": outputs, "names": names, "gone": gone}
+                if kind != "data":
+                    continue
+                spent = budget.items, budget.chars
+                try:
+                    value = codec.encode(v)
+                    size = len(Pipe.text(value))
+                    if size > room:
+                        raise NotPlainData(f"too large to pass: {size:,} bytes, more than the "
+                                           f"{room:,} left in this cell's reply")
+                except (NotPlainData, RecursionError) as e:
+                    budget.items, budget.chars = spent
+                    names[k] = ["other", str(e)[:300] or type(e).__name__]
+                    continue
+                names[k][1] = value
+                room -= size
+        return names
 
     def handle(self, m):
         op = m.get("op")
         if op == "run":
-            return _Raw(self.run(int(m["index"]))), None
+            return Raw(self.run(int(m["index"]))), None
         if op == "get":
             return self.ns[str(m["name"])], None
         if op == "call":
@@ -206,15 +235,10 @@ class Answers:
         raise ValueError(f"unknown request {op!r}")
 
 
-class _Raw:
-    """A reply that is already JSON (the result of running a cell)."""
-
-    def __init__(self, data):
-        self.data = data
-
-
 class StudentLink(Link):
     interrupts = None
+    passthrough = (ChannelError, SystemExit)    # "bye", or an answer that ends its process
+    unsendable = "the answer returned something the tests cannot receive"
 
     def request_raw(self, msg) -> dict:
         """A callback from answer code to the tests' objects: not interrupted meanwhile."""
@@ -222,24 +246,6 @@ class StudentLink(Link):
             return super().request_raw(msg)
         with self.interrupts.paused():
             return super().request_raw(msg)
-
-    def serve(self, m):
-        try:
-            value, sync = self.handler(m)
-            if isinstance(value, _Raw):
-                return {"k": "r", "raw": value.data}
-        except SystemExit:
-            raise
-        except BaseException as e:  # noqa: BLE001 - every failure is a reply
-            return {"k": "r", "x": self.codec.encode_exception(e)}
-        try:
-            out = {"k": "r", "v": self.codec.encode(value)}
-        except (NotPlainData, RecursionError) as e:
-            return {"k": "r", "x": self.codec.encode_exception(TypeError(
-                f"the answer returned something the tests cannot receive: {e}"))}
-        if sync:
-            out["sync"] = sync
-        return out
 
 
 def main(rfd: int, wfd: int, interrupt_fd: int | None = None) -> int:

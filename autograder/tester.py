@@ -4,14 +4,18 @@ It is started inside the sandbox (no network, its own user) with the full ``lrea
 cells reach it through a pipe from the grader, never through a file.  It drives the student
 process (``student.py``) in notebook order: "run answer cell i", then a test cell here, and so
 on.  In the test cells' namespace every name the student defined is either the plain value it
-held (fetched right after the cell that set it) or, for a function, an ``Answer`` proxy whose
-call crosses the channel with plain data and comes back as plain data.  Objects a test hands to
+held (fetched right after the cell that set it) or, for a function, an ``Answer`` whose call
+crosses the channel with plain data and comes back as plain data.  Objects a test hands to
 an answer (a ScriptedLLM, a registry, a logits function) stay here; the answer gets handles
 to them and its calls come back here (a random Generator's calls come back as a log that is
 replayed here: ``channel.py``).
 
 The verdict: a test cell passes iff it ran to its end here.  Nothing the student process sends
-is a verdict; at worst it is a wrong value or an exception that makes the test fail.
+is a verdict; at worst it is a wrong value or an exception that makes the test fail.  What a
+test consumes is plain data decided here: a student's function can only be called
+(``handles.StudentFunction``), a ``repeat`` reply is a list of exactly n plain values, a value
+that could not be passed is ``Unavailable`` (using it says why), and a failed test's error is
+written here without asking the student process anything (``error_text``).
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import time
 import types
 
 from .channel import (AnswerInterrupted, ChannelError, ChannelTimeout, Link, NotPlainData,
-                      Pipe, Proxy)
+                      Pipe, StudentFunction)
 from .student import Capped
 
 BLOCKED_PREFIXES = ("_", "gi_", "cr_", "ag_", "f_", "tb_", "co_")
@@ -39,45 +43,48 @@ class CellTimeout(ChannelError):
     """A test cell ran past its time limit (raised by an alarm)."""
 
 
-class Answer(Proxy):
-    """A function the student defined, reached by name: calling it crosses the channel."""
+class Answer(StudentFunction):
+    """A function the student defined, reached by name: calling it crosses the channel, and
+    that is all it does here (``channel.StudentFunction``)."""
 
     __slots__ = ()
 
     def __init__(self, link, name):
-        super().__init__(link, "S", name, True, name)
+        super().__init__(link, name, name)
 
     def __call__(self, *args, **kwargs):
         return self._link.call({"name": self._hid}, args, kwargs)
 
     def lreact_repeat(self, n: int, args, kwargs) -> list:
-        """``[self(*args, **kwargs) for _ in range(n)]`` in one request (``labchecks.repeat``)."""
+        """``[self(*args, **kwargs) for _ in range(n)]`` in one request (``labchecks.repeat``):
+        a list of exactly n plain values, else the request fails."""
         return self._link.call({"name": self._hid}, args, kwargs, repeat=n)
 
-    def __getattr__(self, name):
-        raise AttributeError(f"{self._hid} is the student's function: the tests may only "
-                             f"call it (not read .{name})")
 
-    def __repr__(self):
-        return f"<the student's {self._hid}>"
-
-    __str__ = __repr__
+class ValueUnavailable(RuntimeError):
+    """A test used a student's name whose value could not be passed to the tests."""
 
 
 class Unavailable:
-    """A student name whose value is not plain data: any use says so."""
+    """A student name whose value the tests cannot have (not plain data, or too large to
+    pass): any use raises ``ValueUnavailable`` saying why; a name no test uses costs nothing.
+    (Not a TypeError, which a checker would report as a wrong type without the reason.)"""
 
     def __init__(self, name, why):
-        self._why = f"{name} is not plain data the tests can use ({why})"
+        self._why = f"{name} cannot be used by the tests: {why}"
+
+    def _refuse(self, *a, **k):
+        raise ValueUnavailable(self._why)
 
     def __getattr__(self, name):
-        raise TypeError(self._why)
+        self._refuse()
 
-    def __call__(self, *a, **k):
-        raise TypeError(self._why)
-
-    def __iter__(self):
-        raise TypeError(self._why)
+    __call__ = __iter__ = __len__ = __bool__ = __getitem__ = __contains__ = _refuse
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __float__ = __int__ = __index__ = __complex__ = __array__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __abs__ = __neg__ = _refuse
+    __hash__ = None
 
     def __repr__(self):
         return f"<unavailable: {self._why}>"
@@ -135,21 +142,28 @@ class TrustedCells:
 
     # the student's names
     def install(self, names: dict, gone: list) -> None:
-        for name, entry in names.items():
-            if not isinstance(name, str) or not name.isidentifier() or name in self.protected:
-                continue
-            kind, value = (entry + [None, None])[:2] if isinstance(entry, list) else (None, None)
-            if kind == "callable":
-                obj = Answer(self.link, name)
-            elif kind == "data":
-                try:
-                    obj = self.link.codec.decode(value)
-                except (NotPlainData, RecursionError) as e:
-                    obj = Unavailable(name, str(e))
-            else:
-                obj = Unavailable(name, str(value or "a module, a class or another object"))
-            self.ns[name] = obj
-            self.installed[name] = obj
+        """The names a cell set, as plain values (decoded within one reply's budget) or as
+        the student's functions; a value that cannot be had is ``Unavailable``, saying why."""
+        with self.link.codec.receiving():
+            for name, entry in names.items():
+                if not isinstance(name, str) or not name.isidentifier() \
+                        or name in self.protected:
+                    continue
+                kind, value = (entry + [None, None])[:2] if isinstance(entry, list) \
+                    else (None, None)
+                if kind == "callable":
+                    obj = Answer(self.link, name)
+                elif kind == "data":
+                    try:
+                        obj = self.link.codec.decode(value)
+                    except (NotPlainData, RecursionError) as e:
+                        obj = Unavailable(name, f"the value sent was refused: {e}")
+                else:
+                    why = value if isinstance(value, str) and value else \
+                        "it is a module, a class or another object, not plain data"
+                    obj = Unavailable(name, why[:300])
+                self.ns[name] = obj
+                self.installed[name] = obj
         for name in gone if isinstance(gone, list) else []:
             if isinstance(name, str) and name in self.installed \
                     and self.ns.get(name) is self.installed[name]:
@@ -209,7 +223,7 @@ class TrustedCells:
     def run_here(self, source: str, label: str) -> dict:
         out, err = Capped(OUTPUT_CAP), Capped(OUTPUT_CAP)
         saved = sys.stdout, sys.stderr
-        error = None
+        error = failed = None
         self.link.deadline = time.monotonic() + self.timeout
         signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, self.timeout + GRACE + 5)
@@ -235,13 +249,15 @@ class TrustedCells:
                 self.stop(f"the process running the answers ended ({e})")
             error = f"the answers cannot be reached: {self.stopped}"
         except BaseException as e:  # noqa: BLE001 - the test did not run to its end
-            error = first_line(f"{type(e).__name__}: {e}") or type(e).__name__
-            if self.stopped and isinstance(e, NameError):
-                error = f"{error} (the answers cannot be reached: {self.stopped})"
+            failed = e
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = saved
             self.link.deadline = None
+        if failed is not None:
+            error = self.error_text(failed)
+            if self.stopped and isinstance(failed, NameError):
+                error = f"{error} (the answers cannot be reached: {self.stopped})"
         outputs = []
         if out.size:
             outputs.append({"output_type": "stream", "name": "stdout", "text": out.text()})
@@ -251,6 +267,17 @@ class TrustedCells:
             ename, _, evalue = error.partition(": ")
             outputs.append({"output_type": "error", "ename": ename, "evalue": evalue})
         return {"ran": error is None, "ok": error is None, "error": error, "outputs": outputs}
+
+    def error_text(self, e: BaseException) -> str:
+        """The first line of a failed test's error, written here from plain data only: the
+        student process is not asked meanwhile (a stand-in's repr is local anyway), so an
+        error can never hang or become a grader error, whatever that process does."""
+        with self.link.refused("a test's error is written"):
+            try:
+                text = f"{type(e).__name__}: {e}"
+            except BaseException:  # noqa: BLE001 - a message that cannot be written here
+                text = f"{type(e).__name__}: (its message could not be written)"
+        return first_line(text) or type(e).__name__
 
     def protect_own_names(self) -> None:
         """Names a setup or test cell bound here are the tests' own: a student's later name of

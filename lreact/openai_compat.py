@@ -9,11 +9,17 @@ OpenAI chat-completions dialect through the official ``openai`` client, so the s
 - vLLM ``vllm serve <model> --enable-auto-tool-choice --tool-call-parser hermes`` (Qwen2.5),
 - LM Studio, Ollama's own ``/v1``, or any other ``/v1/chat/completions`` server.
 
+What it sends: tools with ``tool_choice: "auto"`` spelled out (the OpenAI API's default, which
+some engines, llama-cpp-python's server among them, only apply when it is sent: without it the
+model never sees the tools); a call-only assistant turn with ``content: ""`` (the API allows
+``null``, but llama-cpp-python's server refuses it with HTTP 500).
+
 What it guarantees: tool-call ids are kept as the engine sent them, or assigned when missing (or
 repeated), unique within the model object's run; ``arguments`` stay the JSON *string* exactly as
 received, malformed or not (the runtime's validator must see what the model produced); every
 request has an explicit timeout and at most ``max_retries`` retries (0 by default, so a dead
-server fails at once); errors are ``EngineError`` with a sentence that says what to do.
+server fails at once); errors are ``EngineError`` with a sentence that says what to do and names
+only the cause the evidence shows (``lreact.engine_errors``).
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import itertools
 import json
 import os
 
+from .engine_errors import error_text_of, explain_dropped, explain_status  # noqa: F401 (API)
 from .messages import (AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage,
                        new_call_id)
 from .models import ModelError, _check_history, _require_timeout
@@ -32,19 +39,24 @@ START_HINT = ("start one, e.g. `llama-server -m <model>.gguf --jinja --port 8080
               "--port 8000`, and set LREACT_BASE_URL to its address (ending in /v1)")
 
 
+TOOL_FEATURES = {"tool_choice": 'tool_choice "auto"', "tools": "tool calling (tools)"}
+
+
 class EngineError(ModelError):
     """An OpenAI-compatible engine could not answer; the message says what to do about it."""
 
 
 def messages_to_openai(messages) -> list:
     """A history as the chat-completions ``messages`` list: assistant tool calls with their id and
-    ``arguments`` as the JSON string they hold, results as ``role: tool`` with ``tool_call_id``."""
+    ``arguments`` as the JSON string they hold, results as ``role: tool`` with ``tool_call_id``.
+    A call-only assistant turn has ``content: ""``: every engine reads it as no text, and
+    llama-cpp-python's server refuses ``null`` there (HTTP 500)."""
     wire = []
     for i, m in enumerate(messages):
         if isinstance(m, (SystemMessage, UserMessage)):
             wire.append({"role": m.role, "content": m.content})
         elif isinstance(m, AssistantMessage):
-            out = {"role": "assistant", "content": m.text if (m.text or not m.tool_calls) else None}
+            out = {"role": "assistant", "content": m.text or ""}
             if m.tool_calls:
                 out["tool_calls"] = [{"id": c.id, "type": "function",
                                       "function": {"name": c.name, "arguments": c.arguments}}
@@ -106,19 +118,48 @@ class OpenAICompatLLM:
     # -- the protocol ------------------------------------------------------------------------
     def __call__(self, messages, tools=None) -> AssistantMessage:
         _check_history(messages, tools)
-        extra = {"tools": list(tools)} if tools else {}
-        choice = self._chat(messages_to_openai(messages), **extra)
+        extra = {"tools": list(tools), "tool_choice": "auto"} if tools else {}
+        choice = self._chat(messages_to_openai(messages), features=TOOL_FEATURES if tools else {},
+                            **extra)
         return self._to_assistant(choice.message)
 
     def chat_text(self, messages, *, json_schema=None) -> str:
         """The text of one reply (no tools).  With ``json_schema`` the engine is asked for
         structured output (``response_format`` of type ``json_schema``, strict)."""
         _check_history(messages, None)
-        extra = {}
+        extra, features = {}, {}
         if json_schema is not None:
             extra["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "reply", "schema": json_schema, "strict": True}}
-        return self._chat(messages_to_openai(messages), **extra).message.content or ""
+            features = {"response_format": "structured output (response_format of type "
+                                           "json_schema)"}
+        return self._chat(messages_to_openai(messages), features=features,
+                          **extra).message.content or ""
+
+    def first_token_logprobs(self, messages, top_logprobs: int = 20, **options):
+        """The top ``top_logprobs`` (at most 20) candidates for the first generated token, as a
+        list of ``(token, logprob)`` pairs, most probable first (``logprobs`` and
+        ``top_logprobs`` of the chat-completions API, one generated token)."""
+        if not 0 <= int(top_logprobs) <= 20:
+            raise ValueError("the OpenAI API allows top_logprobs from 0 to 20")
+        _check_history(messages, None)
+        unknown = set(options) - set(self.OPTION_NAMES)
+        if unknown:
+            raise TypeError(f"unknown option(s) {sorted(unknown)}")
+        kw = self._sampling({**self.options, **options, "max_tokens": 1})
+        wire = messages_to_openai(messages)
+        result = self._request(lambda: self.client.chat.completions.create(
+            model=self.resolved_model(), messages=wire, logprobs=True,
+            top_logprobs=int(top_logprobs), **kw), size=_size(wire),
+            features={"logprobs": "token log-probabilities (logprobs)"})
+        choices = getattr(result, "choices", None) or [None]
+        content = getattr(getattr(choices[0], "logprobs", None), "content", None)
+        if not content:
+            raise EngineError(f"The engine at {self.base_url} returned no log-probabilities: it "
+                              "does not support logprobs on chat completions.")
+        top = getattr(content[0], "top_logprobs", None) or []
+        pairs = [(t.token, float(t.logprob)) for t in top]
+        return sorted(pairs, key=lambda pair: -pair[1])
 
     def complete(self, prompt: str, *, stop=None, max_tokens=None, **options) -> str:
         """Continue the raw text ``prompt`` (``/v1/completions``: no chat template), stopping
@@ -132,7 +173,8 @@ class OpenAICompatLLM:
         if max_tokens is not None:
             kw["max_tokens"] = int(max_tokens)
         result = self._request(lambda: self.client.completions.create(
-            model=self.resolved_model(), prompt=prompt, **kw), size=len(prompt))
+            model=self.resolved_model(), prompt=prompt, **kw), size=len(prompt),
+            features={"top_k": "top_k"} if "extra_body" in kw else None)
         if not getattr(result, "choices", None):
             raise EngineError(f"The engine at {self.base_url} answered /completions without a "
                               "choice: that is a server fault, not an empty text.")
@@ -158,11 +200,13 @@ class OpenAICompatLLM:
             kw["extra_body"] = {"top_k": options["top_k"]}
         return kw
 
-    def _chat(self, wire_messages, **extra):
+    def _chat(self, wire_messages, *, features=None, **extra):
         kw = self._sampling(self.options)
-        size = sum(len(str(m.get("content") or "")) for m in wire_messages)
+        if "top_k" in self.options:
+            features = {**(features or {}), "top_k": "top_k"}
         result = self._request(lambda: self.client.chat.completions.create(
-            model=self.resolved_model(), messages=wire_messages, **kw, **extra), size=size)
+            model=self.resolved_model(), messages=wire_messages, **kw, **extra),
+            size=_size(wire_messages), features=features)
         choices = getattr(result, "choices", None)
         if not choices or getattr(choices[0], "message", None) is None:
             raise EngineError(
@@ -193,7 +237,7 @@ class OpenAICompatLLM:
             calls.append(ToolCall(call_id, str(getattr(fn, "name", "") or ""), args))
         return AssistantMessage(text=getattr(message, "content", None) or "", tool_calls=calls)
 
-    def _request(self, send, *, size: int):
+    def _request(self, send, *, size: int, features=None):
         import openai
 
         try:
@@ -208,69 +252,28 @@ class OpenAICompatLLM:
             # the openai client runs on its own HTTP library (httpx2 in 3.x): compare by name
             cause = type(e.__cause__).__name__
             if cause in ("RemoteProtocolError", "ReadError", "WriteError"):
-                tokens = max(1, size // 4)
-                raise EngineError(
-                    f"The engine at {self.base_url} dropped the connection before answering. The "
-                    f"input was about {tokens} tokens ({size} characters); if that is near or "
-                    "beyond the context window the engine was started with (llama-server "
-                    "--ctx-size, vLLM --max-model-len), it likely crashed on it: shorten the "
-                    "history or restart the engine with a larger window.") from None
+                raise EngineError(explain_dropped(self.base_url, size)) from None
             raise EngineError(
                 f"Cannot reach an OpenAI-compatible engine at {self.base_url}: {START_HINT}. "
                 "Then run this cell again.") from None
         except openai.APIStatusError as e:
-            raise EngineError(self._explain(e.status_code, _error_text(e))) from None
+            raise EngineError(self._explain(e.status_code, _error_text(e), features)) from None
         except openai.OpenAIError as e:
             raise EngineError(f"The openai client failed ({type(e).__name__}): "
                               f"{str(e).splitlines()[0][:200]}") from None
 
-    def _explain(self, status: int, text: str) -> str:
-        return explain_status(status, text, base_url=self.base_url, model=self.model)
+    def _explain(self, status: int, text: str, features=None) -> str:
+        return explain_status(status, text, base_url=self.base_url, model=self.model,
+                              features=features)
 
 
-def explain_status(status: int, text: str, *, base_url: str, model) -> str:
-    """What an HTTP error status of an OpenAI-compatible engine means, and what to do."""
-    low = text.lower()
-    said = f"(engine said: {text or 'nothing'})"
-    if "--jinja" in low:
-        return ("llama-server was started without its Jinja chat template, so it cannot take "
-                f"tools: restart it with `--jinja` {said}.")
-    if "auto-tool-choice" in low or "tool-call-parser" in low or "tool_choice" in low:
-        return ("The engine does not parse tool calls: start vLLM with "
-                f"`--enable-auto-tool-choice --tool-call-parser hermes` {said}.")
-    if status == 404:
-        return (f"The engine at {base_url} does not serve the model {model!r}: "
-                f"set LREACT_MODEL (or model=) to a name listed at {base_url}/models "
-                f"{said}.")
-    if status in (401, 403):
-        return (f"The engine at {base_url} refused the API key (HTTP {status}): set "
-                f"LREACT_API_KEY to the key it was started with {said}.")
-    if "context" in low and ("length" in low or "window" in low or "exceed" in low):
-        return (f"The input does not fit the model's context window (HTTP {status}): "
-                f"shorten the history (compact it) or start the engine with a larger "
-                f"window {said}.")
-    if status == 503:
-        return (f"The engine at {base_url} is not ready (HTTP 503; it may still be "
-                f"loading the model): wait a little and run the cell again {said}.")
-    if status >= 500:
-        return (f"The engine at {base_url} failed with HTTP {status}: its model runner "
-                f"crashed or ran out of memory. Restart the engine; if it happens again, "
-                f"serve a smaller model or send a shorter history {said}.")
-    return f"The engine at {base_url} refused the request with HTTP {status} {said}."
+def _size(wire_messages) -> int:
+    """The characters of a request's messages (for the token estimate of an error message)."""
+    return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or ""))
+               for m in wire_messages)
 
 
 def _error_text(e) -> str:
     """The engine's own error message from an ``APIStatusError`` (llama-server and vLLM send
     ``{"error": {"message": ...}}``; the client keeps the inner object as ``.body``)."""
     return error_text_of(getattr(e, "body", None), getattr(e, "message", ""))
-
-
-def error_text_of(body, fallback="") -> str:
-    """The message in an engine's error body (``{"error": {"message"}}``, ``{"message"}``, ``{"error": "..."}``)."""
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            inner = inner.get("message", inner)
-        if isinstance(inner, str):
-            return inner.strip()[:300]
-    return str(fallback or "").strip()[:300]

@@ -6,13 +6,18 @@ validation dump.
 
 - Ollama: is the server reachable (``GET /api/tags``), is the model pulled, does it support tools
   (``POST /api/show``, its ``capabilities``).
-- An OpenAI-compatible engine: is it reachable (``GET /v1/models``), does it serve the model,
-  does it accept tools (one chat request with a tool and ``max_tokens: 1``: llama-server without
-  ``--jinja`` and vLLM without ``--enable-auto-tool-choice`` refuse it).
+- An OpenAI-compatible engine (``lreact.setup_openai``): is it reachable (``GET /v1/models``),
+  does it serve the model, do tools work (one question with a tool and ``tool_choice: "auto"``:
+  did a call come back, or text; a slow answer is reported as slow, not as a missing engine).
+- The embedded engine (``lreact.setup_embedded``): llama-cpp-python installed, the model file
+  (fetched if missing and allowed), loaded once, one token generated.
+
+The report's first line says which backend is used and why (``lreact.backends.backend_choice``:
+``LREACT_BACKEND=auto`` picks Ollama when it answers, else the embedded engine), and how to get
+the other.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import httpx
@@ -29,6 +34,9 @@ class SetupReport:
     tools_supported: bool = False
     lines: list = field(default_factory=list)
     backend: str = "ollama"
+    why: str = ""                  # which backend, why, and how to get the other (auto)
+    tool_call_seen: bool = False   # the tool probe got a tool call back (OpenAI-compatible)
+    slow: float = 0.0              # seconds the probe took, when more than the check's timeout
 
     @property
     def ok(self) -> bool:
@@ -38,7 +46,7 @@ class SetupReport:
         return self.ok
 
     def __str__(self):
-        return "\n".join(self.lines)
+        return "\n".join(([self.why] if self.why else []) + self.lines)
 
     def __repr__(self):
         return str(self)
@@ -49,23 +57,37 @@ FALLBACK_LINE = "  Until then the cells that need the real model say so and use 
 
 def check_setup(model=None, host=None, timeout: float = 5.0, verbose: bool = False,
                 backend=None) -> SetupReport:
-    """Check the configured backend (or ``backend=``: ``"ollama"`` / ``"openai"``) at ``host``
+    """Check the configured backend (or ``backend=``: ``"auto"``, ``"ollama"``, ``"openai"``,
+    ``"embedded"``; ``auto`` says which one it chose and why, first) at ``host``
     (default ``$LREACT_BASE_URL``, for Ollama also ``$OLLAMA_HOST``) and the ``model`` (default:
     ``$LREACT_MODEL``).  Returns a SetupReport, truthy when the model can be used for the lab;
     ``verbose=True`` also prints it."""
-    from .backends import ALIASES, configured_backend, configured_base_url
+    from .backends import ALIASES, BackendChoice, backend_choice, configured_base_url
 
     try:
-        backend = ALIASES[backend.strip().lower()] if backend else configured_backend()
+        if backend and ALIASES[backend.strip().lower()] != "auto":
+            choice = BackendChoice(ALIASES[backend.strip().lower()], f"backend={backend!r}")
+        else:
+            choice = backend_choice(host)
     except (KeyError, ValueError, AttributeError) as e:
         report = SetupReport(model=str(model or ""), host=str(host or ""), backend=str(backend))
-        report.lines.append(f"✗ {e if isinstance(e, ValueError) else 'unknown backend ' + repr(backend)}"
-                            " (use 'ollama' or 'openai').")
+        report.lines.append(f"✗ {e}." if isinstance(e, ValueError) else
+                            f"✗ unknown backend {backend!r} (use 'auto', 'ollama', 'openai' or "
+                            "'embedded').")
         return _done(report, verbose)
     host = host or configured_base_url()
-    if backend == "openai":
-        return _done(_check_openai(model, host, timeout), verbose)
-    return _done(_check_ollama(model or default_model(), host, timeout), verbose)
+    if choice.backend == "embedded":   # lreact.setup_embedded: llama.cpp in this process
+        from .setup_embedded import check_embedded
+
+        gguf = model if isinstance(model, str) and model.endswith(".gguf") else None
+        report = check_embedded(gguf, timeout)
+    elif choice.backend == "openai":
+        report = _check_openai(model, host, timeout)
+    else:
+        report = _check_ollama(model or default_model(), host, timeout)
+    report.why = f"Backend {choice.backend}, because {choice.reason}." + (
+        f" (Instead, {choice.other}.)" if choice.other else "")
+    return _done(report, verbose)
 
 
 def _json(response):
@@ -141,92 +163,10 @@ def _check_ollama(model, host, timeout) -> SetupReport:
 
 
 def _check_openai(model, host, timeout) -> SetupReport:
-    from .openai_compat import DEFAULT_BASE_URL, START_HINT
+    """The OpenAI-compatible engine's checks live in ``lreact.setup_openai``."""
+    from .setup_openai import check_openai
 
-    base = (host or DEFAULT_BASE_URL).rstrip("/")
-    model = model or os.environ.get("LREACT_MODEL", "").strip() or None
-    report = SetupReport(model=model or "", host=base, backend="openai")
-    say = report.lines.append
-    key = (os.environ.get("LREACT_API_KEY", "").strip()
-           or os.environ.get("OPENAI_API_KEY", "").strip() or "not-needed")
-    headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(timeout=httpx.Timeout(float(timeout)), headers=headers) as http:
-        try:
-            listed = http.get(base + "/models")
-        except httpx.ConnectError:
-            say(f"✗ No OpenAI-compatible engine answers at {base} (connection refused).")
-            say(f"  To use one, {START_HINT}.")
-            say(FALLBACK_LINE)
-            return report
-        except httpx.TimeoutException:
-            say(f"✗ The engine at {base} accepted the connection but did not answer within "
-                f"{float(timeout):g} s: it may still be loading the model. Wait and run this "
-                "cell again, or restart it.")
-            say(FALLBACK_LINE)
-            return report
-        except httpx.HTTPError as e:
-            say(f"✗ The connection to {base} failed ({type(e).__name__}).")
-            say(FALLBACK_LINE)
-            return report
-        data = _json(listed)
-        entries = data.get("data") if isinstance(data, dict) else None
-        if listed.status_code in (401, 403):
-            say(f"✗ The engine at {base} wants an API key (HTTP {listed.status_code}): set "
-                "LREACT_API_KEY to the key it was started with.")
-            return report
-        if listed.status_code != 200 or not isinstance(entries, list):
-            say(f"✗ The server at {base} did not answer like an OpenAI-compatible engine (HTTP "
-                f"{listed.status_code} to /models, no model list). LREACT_BASE_URL must end in "
-                "/v1, e.g. http://127.0.0.1:8080/v1.")
-            say(FALLBACK_LINE)
-            return report
-        report.server = True
-        say(f"✓ OpenAI-compatible engine at {base} is running.")
-        ids = [str(e["id"]) for e in entries if isinstance(e, dict) and e.get("id")]
-        if model is None:
-            if not ids:
-                say("✗ The engine lists no model: load one when you start it.")
-                return report
-            model = report.model = ids[0]
-        if model in ids:
-            report.model_pulled = True
-            say(f"✓ It serves the model {model!r}.")
-        elif len(ids) == 1 and all(isinstance(e, dict) and e.get("owned_by") == "llamacpp"
-                                   for e in entries):
-            report.model_pulled = True   # llama-server answers with its one model, whatever the name
-            say(f"✓ llama-server serves one model ({ids[0]!r}); it answers requests for "
-                f"{model!r} with it.")
-        else:
-            say(f"✗ The engine does not serve {model!r} (it serves: {', '.join(ids) or 'none'}). "
-                "Set LREACT_MODEL to one of those.")
-            return report
-        probe = {"model": model, "messages": [{"role": "user", "content": "Hi"}],
-                 "max_tokens": 1, "tools": [_PROBE_TOOL]}
-        try:
-            answer = http.post(base + "/chat/completions", json=probe)
-        except httpx.TimeoutException:
-            say(f"? The engine did not answer a one-token request within {float(timeout):g} s "
-                "(still loading?); tool support unknown. Run this cell again in a minute.")
-            return report
-        except httpx.HTTPError as e:
-            say(f"? The one-token request with a tool failed ({type(e).__name__}).")
-            return report
-    if answer.status_code == 200:
-        report.tools_supported = True
-        say("✓ It accepts tools (a one-token request with a tool schema succeeded).")
-        return report
-    from .openai_compat import error_text_of, explain_status
-
-    body = _json(answer)
-    say("✗ " + explain_status(answer.status_code, error_text_of(body, answer.text[:200]),
-                              base_url=base, model=model))
-    return report
-
-
-_PROBE_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
+    return check_openai(model, host, timeout)
 
 
 def _done(report, verbose):

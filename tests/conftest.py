@@ -8,6 +8,16 @@ import respx
 
 OLLAMA_FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "ollama"
 
+# No test may use the network or this machine's model files: huggingface_hub stays offline and
+# sees an empty cache, so LREACT_BACKEND=auto never finds the embedded model by accident (the
+# tests that run a real model name its file: tests/test_embedded.py).  Notebook kernels inherit it.
+import os as _os
+import tempfile as _tempfile
+
+_os.environ["HF_HUB_OFFLINE"] = "1"
+_os.environ["HF_HUB_CACHE"] = _tempfile.mkdtemp(prefix="lreact-test-hf-cache-")
+_os.environ.pop("LREACT_GGUF", None)
+
 
 def load_recording(name):
     """One recorded exchange (see tests/fixtures/ollama/README.md)."""

@@ -6,6 +6,7 @@ tests stay with the tests and are reached through handles that show public names
 import math
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -86,7 +87,7 @@ def test_exceptions_are_rebuilt_by_name_and_unknown_ones_become_plain_types():
 def pair():
     """A TrustedCells object here, and the student's side in a thread, joined by real pipes."""
     a, b = os.pipe(), os.pipe()
-    answers = Answers({"0": SOURCE})
+    answers = Answers({"0": SOURCE, "1": LARGE})
     link = StudentLink(Pipe(a[0], b[1]), "S", answers.handle)
     answers.link = link
 
@@ -129,6 +130,13 @@ def forge_log(rng):
     return 1
 def call_back(fn, x):
     return fn(x) + 1
+def call_many(fn, z, n):
+    out = []
+    for _ in range(n):
+        p = fn(z)
+        out.append(float(p[0]))
+        p[0] = -1.0            # changing a result changes only this copy
+    return out
 def peek(obj):
     out = []
     for name in ("_secret", "__globals__", "gi_frame", "f_globals"):
@@ -150,6 +158,19 @@ def zero_tail(a):
 '''
 
 
+LARGE = '''
+import numpy as np
+big = np.zeros(20_000_000)        # a large variable that no test needs to read
+small = [1, 2, 3]
+def too_big():
+    return np.zeros(5_000_000)
+def huge_int():
+    return 10 ** 5000
+def quarter():
+    return np.longdouble(1) / 4
+'''
+
+
 def test_data_names_arrive_as_values_and_functions_as_calls(pair):
     assert pair.ns["answer"] == [0.25, 0.75] and type(pair.ns["answer"]) is list
     history = ["a"]
@@ -162,6 +183,31 @@ def test_data_names_arrive_as_values_and_functions_as_calls(pair):
 
 def test_objects_of_the_tests_stay_here_and_are_called_back(pair):
     assert pair.ns["call_back"](lambda x: x * 10, 4) == 41
+
+
+def test_a_pure_function_of_the_tests_is_asked_once_per_distinct_arguments(pair, monkeypatch):
+    """sample_token's frequency tests hand in the course's temperature_softmax & co.
+    (``lreact.labchecks.PURE``): one round trip per distinct arguments, not one per draw."""
+    calls = []
+
+    def halve(z):
+        calls.append(list(z))
+        return np.asarray(z, dtype=float) / 2
+
+    assert pair.ns["call_many"](halve, [2.0, 4.0], 5) == [1.0] * 5
+    assert len(calls) == 5                       # an ordinary function: asked every time
+    calls.clear()
+
+    def pure_halve(z):
+        return halve(z)
+
+    pure_halve.lreact_pure = True
+    assert pair.ns["call_many"](pure_halve, [2.0, 4.0], 5) == [1.0] * 5
+    assert pair.ns["call_many"](pure_halve, [6.0, 4.0], 3) == [3.0] * 3
+    assert calls == [[2.0, 4.0], [6.0, 4.0]]     # once per distinct arguments
+    from lreact import labchecks
+    monkeypatch.setattr(labchecks, "_student_code_on_stack", lambda frame: False)
+    assert labchecks.reference("sampling", "temperature_softmax").lreact_pure is True
 
 
 def test_a_generator_crosses_by_its_state_and_moves_on_as_in_one_kernel(pair):
@@ -249,3 +295,181 @@ def test_an_answers_exception_arrives_as_its_type(pair):
 
 def test_channel_failures_cannot_be_caught_as_an_answers_exception():
     assert not issubclass(ChannelError, Exception)
+
+
+# --- what the trusted process accepts back (issue 16: points 1, 3, 4) ---------------------------
+
+@pytest.fixture
+def scripted():
+    """A trusted link here; in a thread, a "student process" that answers each request with the
+    next scripted reply (as a hostile one can: it runs the student's code) and records them."""
+    from autograder.channel import Link
+    a, b = os.pipe(), os.pipe()
+    student, trusted = Pipe(a[0], b[1]), Pipe(b[0], a[1])
+    replies, seen = [], []
+
+    def serve():
+        try:
+            while True:
+                m = student.recv(None)
+                if m.get("op") == "bye":
+                    return
+                seen.append(m)
+                student.send(replies.pop(0) if replies else
+                             {"k": "r", "x": {"e": ["RuntimeError", ["nothing scripted"]]}})
+        except BaseException:  # noqa: BLE001 - the test ended
+            pass
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    link = Link(trusted, "T", lambda m: (None, None))
+    link.deadline = time.monotonic() + 5     # the old code would wait for ever otherwise
+    yield link, replies, seen
+    link.broken = None
+    link.pipe.send({"k": "q", "op": "bye"})
+    server.join(5)
+    for fd in (*a, *b):
+        os.close(fd)
+
+
+def test_a_student_handle_here_can_only_be_called_and_serves_nothing_else(scripted):
+    link, replies, seen = scripted
+    fn = link.codec.decode({"S": [7, True]})
+    with pytest.raises(TypeError):
+        iter(fn)
+    with pytest.raises(TypeError):
+        len(fn)
+    with pytest.raises(TypeError):
+        fn[0]
+    with pytest.raises(AttributeError):
+        fn.content
+    assert bool(fn) and fn == fn and fn != 3 and "student" in repr(fn) and str(fn) == repr(fn)
+    assert seen == []                        # none of that asked the student process anything
+    replies.append({"k": "r", "v": 41})
+    assert fn(1) == 41 and seen[0]["target"] == {"ref": 7}     # calling is what it does
+    with pytest.raises(NotPlainData, match="not a function"):
+        link.codec.decode({"S": [8, False]})  # a student object that is not a function
+
+
+@pytest.mark.parametrize("reply", [
+    [0],                                     # one token where three were asked for
+    [0, 0, 0, 0],
+    {"t": [0, 0, 0]},                        # a tuple, not a list
+    {"S": [3, True]},                        # a live object whose iteration it would serve
+    [{"S": [3, True]}, 0, 0],                # a handle among the values
+    {"d": [[0, 0], [1, 0], [2, 0]]},
+])
+def test_a_repeat_reply_must_be_a_list_of_exactly_n_plain_values(scripted, reply):
+    from autograder.tester import Answer
+    from lreact.labchecks import repeat
+    link, replies, seen = scripted
+    replies.append({"k": "r", "v": reply})
+    with pytest.raises(TypeError, match=r"repeat\(sample_token, 3|not plain data"):
+        Answer(link, "sample_token").lreact_repeat(3, ([0.0, 1.0],), {})
+    replies.append({"k": "r", "v": [1, 0, 1]})
+    assert repeat(Answer(link, "sample_token"), 3, [0.0, 1.0]) == [1, 0, 1]
+    assert seen[-1]["repeat"] == 3
+
+
+def test_labchecks_repeat_takes_only_a_list_of_n_values_from_a_batch():
+    from lreact.labchecks import repeat
+
+    class Batch:
+        def __init__(self, values):
+            self.values = values
+
+        def lreact_repeat(self, n, args, kwargs):
+            return self.values
+
+    assert repeat(Batch([1, 2]), 2) == [1, 2]
+    for values in ([1], (1, 2), {1: 0, 2: 0}):
+        with pytest.raises(TypeError, match="2 calls"):
+            repeat(Batch(values), 2)
+
+
+def test_a_failed_tests_error_is_written_without_asking_the_student_process(scripted):
+    link, replies, seen = scripted
+    tests = TrustedCells(link.pipe, lambda event: None, 5)
+    tests.ns["fn"] = fn = tests.link.codec.decode({"S": [5, True]})
+    r = tests.run_here("raise AssertionError(fn)", "<test>")
+    assert r["error"] == "AssertionError: <the student's function 5>" and seen == []
+
+    class Loud(Exception):                   # a message that would call the answers
+        def __str__(self):
+            return str(fn(1))
+
+    tests.ns.update(Loud=Loud)
+    r = tests.run_here("raise Loud()", "<test>")
+    assert r["error"].startswith("Loud: (its message could not be written)") and seen == []
+    tests.stop("the student process stopped answering")   # later tests: their own errors
+    r = tests.run_here("raise AssertionError(fn)", "<test>")
+    assert r["error"] == "AssertionError: <the student's function 5>"
+
+
+def test_decoding_refuses_dict_and_set_keys_that_share_one_hash():
+    # ints k * (2**61 - 1) all hash to 0: built one by one, such a dict takes quadratic time
+    colliding = [k * (2**61 - 1) for k in range(5000)]
+    with pytest.raises(NotPlainData, match="hash"):
+        Codec("T").decode({"d": [[k, 0] for k in colliding]})
+    with pytest.raises(NotPlainData, match="hash"):
+        Codec("T").decode({"s": colliding})
+    assert len(Codec("T").decode({"d": [[k, 0] for k in range(5000)]})) == 5000
+
+
+def test_decoding_one_reply_is_bounded_in_time_and_in_values(monkeypatch):
+    from autograder import codec
+    many = {"t": [{"t": [i]} for i in range(2000)]}
+    assert len(Codec("T").decode(many)) == 2000
+    monkeypatch.setattr(codec, "MAX_DECODE_SECONDS", 0.0)
+    with pytest.raises(NotPlainData, match="took more than"):
+        Codec("T").decode(many)
+    monkeypatch.setattr(codec, "MAX_DECODE_SECONDS", 10.0)
+    monkeypatch.setattr(codec, "MAX_ITEMS", 1000)
+    with pytest.raises(NotPlainData, match="more than 1,000 values"):
+        Codec("T").decode(many)
+    with pytest.raises(NotPlainData, match="too large"):
+        Codec("S").encode(np.zeros(1001))
+
+
+@pytest.mark.parametrize("value", [
+    np.longdouble(1) / 3, np.float16(0.1), np.float32(0.1), np.complex64(1 - 2j),
+    np.clongdouble(np.longdouble(1) / 3 + 1j), np.uint64(2**64 - 1), 1.5 - 0.5j,
+    np.array([np.longdouble(1) / 3, np.nan, -np.inf], dtype=np.longdouble),
+    np.array([[1 + 2j, np.nan - 1j]], dtype=np.complex128), np.array([0.1, 2.5], np.float16),
+])
+def test_numbers_of_every_dtype_cross_with_their_dtype_and_exact_value(value):
+    out = roundtrip(value)
+    assert type(out) is type(value) and np.asarray(out).dtype == np.asarray(value).dtype
+    assert np.array_equal(np.asarray(out), np.asarray(value), equal_nan=True)
+    if isinstance(value, np.longdouble):     # compares as in the student's own kernel
+        assert abs(out - np.longdouble(1) / 3) == 0
+
+
+def test_a_reply_that_cannot_be_sent_fails_that_request_only(pair):
+    assert pair.run_student(1)["ok"]
+    pair.link.deadline = time.monotonic() + 20      # a dead student side fails, never hangs
+    with pytest.raises(TypeError, match="too large"):
+        pair.ns["too_big"]()
+    with pytest.raises(TypeError, match="JSON cannot write"):
+        pair.ns["huge_int"]()
+    x = pair.ns["quarter"]()
+    assert type(x) is np.longdouble and abs(x - 0.25) < 1e-12
+    from autograder.tester import ValueUnavailable
+    with pytest.raises(ValueUnavailable, match="big cannot be used by the tests: too large"):
+        float(pair.ns["big"][0])
+    assert pair.ns["small"] == [1, 2, 3]     # the cell's other values arrived
+    assert pair.ns["append_twice"]([], 1) == 2      # and the process still answers
+
+
+def test_each_call_an_answer_makes_is_a_message_of_its_own(monkeypatch):
+    # a sampling loop logs 1,000 rng calls (each with a p of 5 values) inside one reply; only
+    # what is sent counts against the reply's budget, not every call made meanwhile
+    from autograder import codec
+    monkeypatch.setattr(codec, "MAX_ITEMS", 1000)
+    s = Codec("S")
+    rng = s.decode(Codec("T").encode(np.random.default_rng(0)))
+    p = np.array([0.4, 0.3, 0.25, 0.03, 0.02])
+    with s.sending():
+        draws = [int(rng.choice(5, p=p)) for _ in range(1000)]
+        assert s.encode(draws) == draws
+    assert len(rng.lreact_log) == 1 and rng.lreact_log[0][3] == 1000

@@ -77,7 +77,8 @@ def test_every_subcommand_documents_every_argument_and_its_default():
     import argparse
     top = parser()
     subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(subs.choices) == {"release", "grade", "feedback", "catalogue", "selfcheck"}
+    assert set(subs.choices) == {"release", "grade", "feedback", "export", "catalogue",
+                                 "selfcheck"}
     for name, p in subs.choices.items():
         assert p.description, name
         for action in p._actions:
@@ -94,7 +95,7 @@ def test_every_subcommand_documents_every_argument_and_its_default():
 
 
 def test_help_runs_for_every_subcommand():
-    for name in ("release", "grade", "feedback", "catalogue", "selfcheck"):
+    for name in ("release", "grade", "feedback", "export", "catalogue", "selfcheck"):
         done = subprocess.run([sys.executable, "-m", "autograder", name, "--help"], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and "usage:" in done.stdout, (name, done.stderr)
@@ -130,3 +131,108 @@ def test_a_broken_upload_is_one_submission_even_with_several_assignments(tmp_pat
         ("erin", "", None), ("frank", "tiny2", None), ("gina", "", None), ("hal", "", None)]
     assert "bad zip" in found[0].problem and "bad zip" in found[1].problem
     assert "names no assignment" in found[2].problem and "not a notebook" in found[3].problem
+
+
+# --- the CSV's reason: a student's timeout is "timeout", never "grader error" (issue 16) ----
+
+def _messages(path: Path) -> list:
+    """(kind, text) of every failure or error message ``path`` writes, placeholders as "10":
+    ``stop(...)`` arguments, values assigned to failure/error/reason, "failure" entries."""
+    import ast
+
+    def render(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.JoinedStr):
+            return ["".join(v.value if isinstance(v, ast.Constant) else "10"
+                            for v in node.values)]
+        if isinstance(node, ast.IfExp):
+            return render(node.body) + render(node.orelse)
+        return []
+
+    out = []
+    for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "stop":
+            out += [("stop", t) for a in n.args for t in render(a)]
+        elif isinstance(n, ast.Assign):
+            names = {t.id for t in n.targets if isinstance(t, ast.Name)}
+            for kind in names & {"failure", "error", "reason"}:
+                out += [(kind, t) for t in render(n.value)]
+        elif isinstance(n, ast.Dict):
+            out += [("failure", t) for k, v in zip(n.keys, n.values)
+                    if isinstance(k, ast.Constant) and k.value == "failure" for t in render(v)]
+    return out
+
+
+def test_reason_of_the_wording_tester_and_engine_really_use():
+    from autograder.grade import reason_of
+    stops = [t for path in ("tester.py", "engine.py")
+             for kind, t in _messages(ROOT / "autograder" / path) if kind == "stop"]
+    assert len(set(stops)) >= 4, stops            # the extraction still finds them
+    for text in stops:   # why the student's process was stopped: never the grader's fault
+        assert reason_of(text) == ("kernel died" if "ended" in text else "timeout"), text
+    for path in ("tester.py", "engine.py"):
+        for kind, text in _messages(ROOT / "autograder" / path):
+            got = reason_of(text)
+            if kind != "error":
+                assert got != "other", (path, text)
+                assert (got == "grader error") == text.startswith("grader error"), (path, text)
+            if text.startswith("timeout"):
+                assert got == "timeout" == reason_of(f"the setup cell 3 failed: {text}"), text
+            if "cannot be reached" in text:
+                assert got == "kernel died", text
+    # as a run writes them (tests/test_autograder_engine.py, issue 16)
+    assert reason_of("the cell did not finish within 10 s") == "timeout"
+    assert reason_of("an answer did not reply within 10 s in <test cell test_x>") == "timeout"
+    assert reason_of("<test cell test_sample_token> ran past 10 s") == "timeout"
+    assert reason_of("timeout: sample_token did not finish within 10 s and was interrupted "
+                     "(in <test cell test_sample_token>)") == "timeout"
+    assert reason_of("the process running the answers ended (the other process ended)") \
+        == "kernel died"
+    assert reason_of("the answers cannot be reached: the cell did not finish within 10 s") \
+        in ("timeout", "kernel died")
+    # the start decides: words a student chose further on cannot relabel a failure
+    assert reason_of("grader error: KeyError: 'timeout'") == "grader error"
+    assert reason_of("bad zip file: 'timeout.ipynb' is larger than it claims") == "bad zip"
+    assert reason_of("the setup cell 1 failed: ModuleNotFoundError: No module named 'x'") \
+        == "grader error"
+    assert reason_of("something nobody wrote yet") == "other"
+
+
+@pytest.mark.slow
+def test_a_students_timeout_is_timeout_in_the_csv(tmp_path):
+    """An answer that swallows the interrupt is stopped at the time limit: the row's reason
+    is "timeout" (it was "grader error")."""
+    from autograder import grade, paths
+    from autograder.submissions import Submission
+    endless = ("def double(x):\n    return 2 * x\nwhile True:\n    try:\n        while True:\n"
+               "            pass\n    except BaseException:\n        pass\n")
+    nb = tmp_path / "tiny.ipynb"
+    nbformat.write(replace_cell(load(TINY), "double", endless), nb)
+    record = grade.grade_one(Submission("dana", "tiny", nb, "dana_tiny.ipynb"), TINY,
+                             grade.options_key(3, "auto"), None, "code", timeout=3,
+                             run={"state": paths.State(tmp_path / "state")})
+    assert record["failure"] and record["reason"] == "timeout", record["failure"]
+    out = tmp_path / "grades.csv"
+    grade.write_csv([record], {"tiny": TINY}, out)
+    assert list(csv.reader(out.open()))[1][-1] == "timeout"
+
+
+# --- the terminal: names from submissions are printed with their controls escaped ---------
+
+def test_summary_shows_escape_sequences_in_names_instead_of_obeying_them(tmp_path):
+    from autograder import grade
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    fake = "x\x1b[2K\r no failures\x1b[8m tiny.ipynb"
+    with zipfile.ZipFile(subs / "mallory.zip", "w") as zf:
+        zf.writestr(fake, "{ not json")
+    (subs / "\x1b[2K\rdana\u202e_tiny.ipynb").write_text("{ not json")
+    found = discover(subs, assignments(FIX), tmp_path / "staging")
+    records = [grade.grade_one(s, TINY, grade.options_key(20, "auto"), None, "code")
+               for s in found]
+    text = grade.summary(records, [r for r in records if r["failure"]])
+    assert "\x1b" not in text and "\r" not in text and "\u202e" not in text
+    assert r"mallory.zip:x\x1b[2K\r no failures\x1b[8m tiny.ipynb" in text
+    assert r"\x1b[2K\rdana\u202e / tiny" in text
+    assert all(line.startswith(("graded", "2 submission", "  ")) for line in text.splitlines())

@@ -232,6 +232,35 @@ def test_regrading_keeps_hand_grades_of_unchanged_answers_and_flags_changed_ones
     assert sheet["carol"]["needs_manual_grade"] == "" and sheet["carol"]["total"] == "4"
 
 
+def test_the_autograded_copy_shows_html_as_text_and_keeps_its_hand_grade(tmp_path, fake):
+    """Formgrader's page must not run a student's HTML (issue 16; tests/test_formgrader_inert.py
+    renders it): the copy shows such an answer as text, plain markdown as it is, and a hand
+    grade stays put over re-grades, also after a copy written verbatim by an older grader."""
+    root, subs = course(tmp_path), tmp_path / "subs"
+    attack = "Doubling is *linear*. <img src=x onerror=alert(1)> [x](javascript:alert(2))"
+    put(subs, "alice", engine.replace_cell(solution_nb(), "explain", attack))
+    put(subs, "bob", engine.replace_cell(solution_nb(), "explain", "It is *linear*: `a<b`."))
+    run(subs, root, tmp_path)
+    book = CourseGradebook(root)
+
+    def shown(student):
+        nb = nbformat.read(book.autograded_path(student, "tiny", "tiny"), as_version=4)
+        return answers_of(nb)["explain"]
+    assert shown("bob") == "It is *linear*: `a<b`."
+    assert shown("alice").startswith("*Shown as text") and f"\n{attack}\n" in shown("alice")
+    set_hand_grade(root, "alice", "explain", 1.0)
+    _, sheet = run(subs, root, tmp_path)
+    assert sheet["alice"]["explain"] == "1" and sheet["alice"]["needs_manual_grade"] == ""
+    copy = nbformat.read(book.autograded_path("alice", "tiny", "tiny"), as_version=4)
+    next(c for c in copy.cells if grade_id(c) == "explain").source = attack   # an old copy
+    nbformat.write(copy, book.autograded_path("alice", "tiny", "tiny"))
+    _, sheet = run(subs, root, tmp_path)
+    assert sheet["alice"]["needs_manual_grade"] == "" and shown("alice") != attack
+    put(subs, "alice", engine.replace_cell(solution_nb(), "explain", attack + " <b>!</b>"))
+    _, sheet = run(subs, root, tmp_path)
+    assert sheet["alice"]["explain"] == "1" and sheet["alice"]["needs_manual_grade"] == "explain"
+
+
 def test_a_correction_of_an_autograded_score_in_formgrader_is_honoured(tmp_path, fake):
     root, subs = course(tmp_path), tmp_path / "subs"
     put(subs, "dave", engine.replace_cell(solution_nb(), "halve",
@@ -368,7 +397,9 @@ def test_error_text_in_the_summary_is_inert():
               "possible": 2.0, "executed": None,
               "errors": {"test_double": "ValueError: [x](javascript:alert(1)) "
                                         "![t](http://evil.invalid/t.png) <b>bold</b> $x$"}}
-    page = to_html(feedback_notebook(record, student))
+    # errors are shown from the run without hidden tests (feedback.py, released_run.py)
+    shown = {"executed": None, "errors": record["errors"], "failure": None}
+    page = to_html(feedback_notebook(record, student, shown))
     assert "javascript:" not in "".join(re.findall(r"<a [^>]*>", page))
     assert "<img" not in page and "<b>bold</b>" not in page
     assert "[x](javascript:alert(1))" in text(page)       # visible, as text

@@ -177,7 +177,8 @@ def test_part_a_real_model_cells_survive_a_failing_server(mode, monkeypatch, tmp
 
 def test_part_a_real_model_cells_follow_an_openai_compatible_backend(monkeypatch, tmp_path):
     # LREACT_BACKEND=openai (llama-server, vLLM): the sweep goes to /v1/chat/completions with
-    # each setting; the first-token plot, which needs Ollama's logprobs, says so and goes on
+    # each setting; the first-token plot asks the engine for logprobs, and this one sends none:
+    # the cell says so and goes on with the worked example
     server = FakeOllama("ok")
     try:
         out = _execute(_part_a(5), server.url, monkeypatch, tmp_path, backend="openai")
@@ -186,7 +187,8 @@ def test_part_a_real_model_cells_follow_an_openai_compatible_backend(monkeypatch
     assert "/v1/models" in server.paths and not any(p.startswith("/api/") for p in server.paths)
     assert "T = 0.0  top_p = 1.0   1 distinct of 6: ['Apple']" in out["sweep"]
     assert "distinct of 6: ['Apple', 'Banana', 'Mango']" in out["sweep"]
-    assert "with LREACT_BACKEND=openai the plot uses the worked example" in out["first-token"]
+    assert "could not give the first-token log-probabilities" in out["first-token"]
+    assert "does not support logprobs" in out["first-token"]
 
 
 def test_first_token_cell_alone_survives_a_server_that_fails_after_the_sweep(monkeypatch,

@@ -258,6 +258,47 @@ def test_tests_and_demo_cells_take_references_from_private_copies():
     assert "reference(" not in demo["live-setup"]
 
 
+@pytest.mark.parametrize("assignment", ["lecture-ReAct-lab", "lecture-ReAct-lab2",
+                                        "lecture-ReAct-exercises"])
+def test_every_test_cell_grades_its_own_function_alone(assignment):
+    """The static half of the no-cascade proof (the graded half: tests/test_selfcheck_grading.py):
+    no test cell reads another answer's name, and every call of a function that builds on
+    another graded one passes the course's collaborator (its ``..._fn`` keyword parameters)."""
+    from autograder import cells, selfcheck
+
+    nb = cells.load(ROOT / "solutions" / assignment / f"{assignment}.ipynb")
+    assert selfcheck.collaborator_gaps(nb) == []
+    for cell in nb.cells:  # the given first lines: None means the student's own function
+        if cells.is_answer(cell) and "_fn=None" in cell.source.split('"""')[0]:
+            given = cell.source.split("### BEGIN SOLUTION")[0]
+            for name in re.findall(r"\b(\w+_fn)=None", cell.source.split('"""')[0]):
+                assert re.search(rf"^    {name} = \w+ if {name} is None else {name}", given, re.M), \
+                    (cells.grade_id(cell), name)
+
+
+def test_a_private_copy_leaves_the_public_references_locked():
+    """The run_agent tests take the course's executor from ``reference("traces", ...)``, whose
+    module imports lreact.chatml: a public module first imported while the private copy is built
+    must still be guarded, or a later answer could borrow render_chatml unnoticed (fresh process:
+    the import order matters)."""
+    import subprocess
+    import sys
+
+    code = ("import lreact, lreact.reference, sys\n"
+            "lreact.reference.engage(anywhere=True)\n"
+            "from lreact.labchecks import reference\n"
+            "assert 'lreact.chatml' not in sys.modules\n"
+            "reference('traces', 'run_tool')\n"
+            "import lreact.chatml\n"
+            "try:\n"
+            "    lreact.chatml.render_chatml([])\n"
+            "except lreact.reference.ReferenceUnavailable:\n"
+            "    print('locked')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.stdout.strip() == "locked", done.stdout + done.stderr[-2000:]
+
+
 def test_catalogue_borrows_every_reference():
     """Each public reference function has a catalogued wrong answer that borrows it."""
     borrowing = {e.grade_id for e in _wrong_entries()

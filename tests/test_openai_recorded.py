@@ -76,6 +76,21 @@ def sent(engine, i=-1):
     return json.loads(engine.requests[i].content)
 
 
+def sent_today(fx):
+    """The body lreact sends now for a recorded request.  Two changes since the recordings, found
+    on a real llama-cpp-python server (issue 17), neither of which changes llama-server's or
+    vLLM's answer: tools come with ``tool_choice: "auto"`` spelled out (their default; without
+    it llama-cpp-python's server never shows the model the tools), and a call-only assistant turn
+    has ``content: ""`` (it was ``null``, which llama-cpp-python's server refuses)."""
+    body = json.loads(json.dumps(fx["request"]["json"]))
+    if body.get("tools"):
+        body["tool_choice"] = "auto"
+    for m in body.get("messages", []):
+        if m["role"] == "assistant" and m.get("content") is None:
+            m["content"] = ""
+    return body
+
+
 @pytest.fixture
 def engine(monkeypatch):
     for var in ("LREACT_MODEL", "LREACT_BASE_URL", "LREACT_API_KEY", "OPENAI_API_KEY"):
@@ -115,7 +130,7 @@ def test_llama_server_turn_1_request_and_answer(engine):
     assert len(engine.requests) == 1
     request = engine.requests[0]
     assert request.method == "POST" and request.url.path == "/v1/chat/completions"
-    assert sent(engine) == fx["request"]["json"]
+    assert sent(engine) == sent_today(fx)
     assert request.headers["authorization"] == "Bearer not-needed"   # local engines need no key
     assert isinstance(reply, AssistantMessage) and reply.text == ""
     assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
@@ -129,8 +144,9 @@ def test_turn_2_sends_the_history_in_openai_form(engine):
                ToolResultMessage(call.id, "12°C, rainy")]
     reply = llama(engine)(history, TOOLS)
     body = sent(engine)
-    assert body == fx["request"]["json"]
-    assert body["messages"][2]["content"] is None            # a call-only turn has no content
+    assert body == sent_today(fx)
+    assert body["messages"][2]["content"] == ""              # a call-only turn: "", not null
+    assert body["tool_choice"] == "auto"                    # the API's default, spelled out
     assert body["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"city":"Berlin"}'
     assert body["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": "12°C, rainy"}
     assert reply == AssistantMessage("It's 12°C and rainy in Berlin.")
@@ -186,7 +202,7 @@ def test_base_url_model_and_key_from_the_environment(engine, monkeypatch):
 def test_vllm_hermes_parallel_calls_keep_their_ids(engine):
     fx = replay(engine, "vllm_hermes_parallel")
     reply = vllm(engine)([SYSTEM, UserMessage("Compare the weather in Berlin and Paris.")], TOOLS)
-    assert sent(engine) == fx["request"]["json"]
+    assert sent(engine) == sent_today(fx)
     assert [(c.id, c.arguments) for c in reply.tool_calls] == [
         ("chatcmpl-tool-6f1c0b9e2a4d4e7f8a3b5c6d7e8f9012", '{"city": "Berlin"}'),
         ("chatcmpl-tool-0a9b8c7d6e5f40312a1b2c3d4e5f6a7b", '{"city": "Paris"}')]
@@ -217,7 +233,7 @@ def test_two_model_objects_assign_different_ids(engine):
 def test_truncated_arguments_stay_truncated(engine):
     fx = replay(engine, "llama_server_malformed_arguments")
     reply = llama(engine, max_tokens=12)([SYSTEM, BERLIN], TOOLS)
-    assert sent(engine) == fx["request"]["json"]
+    assert sent(engine) == sent_today(fx)
     assert reply.tool_calls[0].arguments == '{"city": "Berl'   # not repaired, not re-encoded
 
 
@@ -241,7 +257,7 @@ def test_structured_output_sends_response_format(engine):
     fx = replay(engine, "llama_server_structured_output")
     schema = fx["request"]["json"]["response_format"]["json_schema"]["schema"]
     text = llama(engine).chat_text([SYSTEM, BERLIN], json_schema=schema)
-    assert sent(engine) == fx["request"]["json"]
+    assert sent(engine) == sent_today(fx)
     assert json.loads(text)["arguments"] == {"city": "Berlin"}
 
 
@@ -249,7 +265,7 @@ def test_raw_completion(engine):
     fx = replay(engine, "llama_server_completion")
     text = llama(engine).complete(fx["request"]["json"]["prompt"], stop=["\nObservation:"],
                                   max_tokens=64)
-    assert sent(engine) == fx["request"]["json"]
+    assert sent(engine) == sent_today(fx)
     assert text.endswith("Action: get_weather[Berlin]") and "Observation" not in text
 
 
@@ -330,6 +346,67 @@ def test_a_dropped_connection_names_the_context_window(engine):
     assert "about 10000 tokens" in str(e.value)
 
 
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_dropped_short_request_with_nothing_listening_is_a_stopped_engine(engine):
+    """A server killed mid-reply (issue 17): a 68-token input is not the context window."""
+    base = f"http://127.0.0.1:{_free_port()}/v1"     # nothing listens there
+    engine.route("POST", base + "/chat/completions", "RemoteProtocolError")
+    llm = OpenAICompatLLM(LSM, base_url=base, http_client=engine.client())
+    with pytest.raises(EngineError) as e:
+        llm([SYSTEM, BERLIN], TOOLS)
+    text = str(e.value)
+    assert "stopped while answering" in text and "nothing listens there now" in text
+    assert "context window" not in text and "--ctx-size" not in text
+
+
+def test_a_dropped_short_request_with_the_engine_back_is_not_the_window(engine):
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    base = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    engine.route("POST", base + "/chat/completions", "ReadError")
+    try:
+        with pytest.raises(EngineError) as e:
+            OpenAICompatLLM(LSM, base_url=base, http_client=engine.client())([BERLIN])
+    finally:
+        listener.close()
+    text = str(e.value)
+    assert "listening again" in text and "not the context window" in text
+    assert "about 7 tokens" in text
+
+
+def test_a_refused_feature_is_named_not_called_a_crash(engine):
+    """llama-cpp-python's server answers HTTP 500 to a request field it cannot validate."""
+    fx = replay(engine, "llama_cpp_server_json_schema_refused")
+    schema = fx["request"]["json"]["response_format"]["json_schema"]["schema"]
+    with pytest.raises(EngineError) as e:
+        OpenAICompatLLM(fx["request"]["json"]["model"], base_url=fx["host"],
+                        http_client=engine.client()).chat_text([BERLIN], json_schema=schema)
+    text = str(e.value)
+    assert "does not support structured output (response_format of type json_schema)" in text
+    assert "HTTP 500" in text and "nothing crashed" in text and "Restart" not in text
+    # the engine's reason in one line, not pydantic's dump with the server's file paths
+    assert "invalid request: response_format.type: Input should be 'text' or 'json_object'" in text
+    assert "'loc'" not in text and "site-packages" not in text
+    assert sent_today(fx) == sent(engine)
+
+
+def test_a_500_without_a_crash_word_is_not_called_a_crash(engine):
+    engine.route("POST", CHAT, (500, {"error": {"code": 500, "message": "boom",
+                                                "type": "server_error"}}))
+    with pytest.raises(EngineError) as e:
+        llama(engine)([BERLIN], TOOLS)
+    assert "HTTP 500" in str(e.value) and "still running" in str(e.value)
+    assert "crashed" not in str(e.value) and "boom" in str(e.value)
+
+
 def test_a_refused_port_for_real_fails_fast():
     import time
     start = time.monotonic()
@@ -360,8 +437,9 @@ def test_wire_conversion_refuses_non_messages():
 # -- the backend switch ---------------------------------------------------------------------------
 
 def test_configured_llm_follows_the_environment(monkeypatch):
-    for var in ("LREACT_BACKEND", "LREACT_BASE_URL", "LREACT_MODEL", "OLLAMA_HOST"):
+    for var in ("LREACT_BASE_URL", "LREACT_MODEL", "OLLAMA_HOST"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LREACT_BACKEND", "ollama")
     llm = lreact.configured_llm(temperature=0, max_tokens=30)
     assert isinstance(llm, lreact.OllamaLLM) and llm.backend == "ollama"
     assert llm.options == {"temperature": 0, "num_predict": 30}
@@ -379,3 +457,6 @@ def test_configured_llm_follows_the_environment(monkeypatch):
     monkeypatch.setenv("LREACT_BACKEND", "tgi")
     with pytest.raises(ValueError, match="LREACT_BACKEND='tgi'"):
         lreact.configured_llm()
+    # a notebook's first cell prints describe_backend(): an unknown name is said, not raised
+    line = lreact.describe_backend()
+    assert "LREACT_BACKEND='tgi'" in line and "scripted models" in line

@@ -2,8 +2,12 @@
 
 For each assignment: the source scores full marks, the unchanged student version scores zero,
 and every wrong answer of its catalogue (``autograder/wrong_answers/<id>/``) runs without error
-in its own cell and loses marks on the tests of that cell.  Everything is graded up front, in
-parallel (``selfcheck --jobs``), through the real engine and sandbox.
+in its own cell, loses marks on the tests of that cell, and on no other test cell: a mistake in
+one function costs points in that function's tests only (its callers' tests pass the course's
+version of it, through a ``..._fn`` parameter), unless the entry declares the exception with its
+reason (``# CASCADE: <test>: <reason>``, ``autograder/catalogue.py``).  Each wrong answer is
+graded on the whole notebook after its answer cell (``selfcheck.for_entry``).  Everything is
+graded up front, in parallel (``selfcheck --jobs``), through the real engine and sandbox.
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -11,7 +15,7 @@ import nbformat
 import pytest
 
 from autograder import catalogue, cells, engine, selfcheck
-from autograder.paths import source_path
+from autograder.paths import ROOT, source_path
 from autograder.pool import ProcessPool
 from autograder.release import generate
 
@@ -32,6 +36,8 @@ def _wrong_answers():
 
 
 WRONG = _wrong_answers()
+WRONG_ANSWER_TESTS = ("test_wrong_answer_runs_and_is_caught",
+                      "test_wrong_answer_costs_points_in_its_own_tests_only")
 
 
 class Grading:
@@ -77,14 +83,13 @@ def grading(tmp_path_factory, request):
             g.submit(("student", aid), aid,
                      nbformat.reads(generate(source_path(aid)), as_version=4), src)
     for name, aid, entry in wanted:
-        if name != "test_wrong_answer_runs_and_is_caught" or isinstance(entry, Exception):
+        if name not in WRONG_ANSWER_TESTS or isinstance(entry, Exception) \
+                or ("wrong", entry.path) in g.futures:
             continue
         src = g.sources[aid]
-        tests = selfcheck.tests_of(src, entry.grade_id)
-        if tests:
+        if selfcheck.tests_of(src, entry.grade_id):
             nb = engine.replace_cell(src, entry.grade_id, entry.source)
-            g.submit(("wrong", entry.path), aid, selfcheck.cut_after(nb, tests),
-                     selfcheck.cut_after(src, tests))
+            g.submit(("wrong", entry.path), aid, nb, selfcheck.for_entry(src, entry.grade_id))
     yield g
     g.close()
 
@@ -117,6 +122,49 @@ def test_wrong_answer_runs_and_is_caught(grading, aid, entry):
     assert got < possible, f"{entry.mistake!r} is NOT caught: {got:g}/{possible:g} on {tests}"
 
 
+@pytest.mark.parametrize("aid,entry", WRONG)
+def test_wrong_answer_costs_points_in_its_own_tests_only(grading, aid, entry):
+    """No cascade: the cells that lose points are the entry's own function's (``test_<grade_id>*``)
+    and the declared exceptions (``# CASCADE:``), which must still lose points."""
+    assert not isinstance(entry, Exception), f"the catalogue does not load: {entry}"
+    src = grading.sources[aid]
+    known = {cells.grade_id(c) for c in src.cells if cells.is_autograded_test(c)}
+    declared = dict(entry.cascades)
+    assert set(declared) <= known, f"# CASCADE names no test cell of {aid}: {set(declared) - known}"
+    r = grading.result(("wrong", entry.path))
+    lost = selfcheck.lost_elsewhere(src, entry.grade_id, r.scores)
+    undeclared = {t: p for t, p in lost.items() if t not in declared}
+    assert not undeclared, (
+        f"{entry.mistake!r} (a wrong {entry.grade_id}) also costs {undeclared} ({r.failure or ''}"
+        f"{[r.errors.get(t, '')[:160] for t in undeclared]}): those tests use this student's "
+        f"{entry.grade_id}; pass them the course's version instead (a ..._fn parameter), or "
+        "declare the exception with its reason in the entry (# CASCADE: <test>: <reason>)")
+    stale = sorted(set(declared) - set(lost))
+    assert not stale, f"declared cascades that no longer lose points (remove them): {stale}"
+
+
+@pytest.mark.parametrize("aid", ASSIGNMENTS)
+def test_every_test_cell_stands_alone(aid):
+    """What makes ``selfcheck.for_entry`` sound: dropping the test cells before an answer cell
+    changes no later test, because no test cell reads a name that only another one binds."""
+    assert selfcheck.borrowed_names(cells.load(source_path(aid))) == {}
+
+
+def test_the_cascade_proof_sees_a_cascade():
+    """The proof can fail: a run_agent test that uses the student's execute_tool_call again loses
+    its points to a wrong execute_tool_call (graded through the real engine)."""
+    aid = "lecture-ReAct-lab"
+    src = cells.load(source_path(aid))
+    for cell in src.cells:
+        if cells.grade_id(cell) == "test_run_agent":
+            cell.source = cell.source.replace(", execute_fn=course_execute", "")
+    entry = next(e for e in catalogue.entries(aid) if e.path.stem == "execute_tool_call__name_as_id")
+    trimmed = selfcheck.for_entry(src, entry.grade_id)
+    r = engine.grade_notebook(aid, engine.replace_cell(src, entry.grade_id, entry.source),
+                              selfcheck.HONEST_TIMEOUT, source=trimmed)
+    assert set(selfcheck.lost_elsewhere(src, entry.grade_id, r.scores)) == {"test_run_agent"}
+
+
 @pytest.mark.parametrize("aid", ASSIGNMENTS)
 def test_every_graded_function_has_three_wrong_answers(aid):
     src = cells.load(source_path(aid))
@@ -130,3 +178,26 @@ def test_every_graded_function_has_three_wrong_answers(aid):
             counts[entry.grade_id] += 1
     short = {gid: n for gid, n in counts.items() if n < 3}
     assert not short, f"fewer than 3 wrong answers: {short}"
+
+
+def test_a_cascade_is_declared_with_its_reason(tmp_path):
+    """``# CASCADE: <test>: <reason>`` lines after ``# WRONG:`` (catalogue.py): parsed, kept in the
+    graded cell as comments, refused without a reason or for the function's own tests."""
+    folder = tmp_path / "autograder" / "wrong_answers" / "tiny"
+    folder.mkdir(parents=True)
+    (tmp_path / "solutions" / "tiny").mkdir(parents=True)
+    tiny = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
+    (tmp_path / "solutions" / "tiny" / "tiny.ipynb").write_bytes(tiny.read_bytes())
+    entry = folder / "double__adds.edit"
+    entry.write_text("# WRONG: adds instead of multiplying\n"
+                     "# CASCADE: test_other: the other test calls double on purpose\n"
+                     "-    return 2 * x\n+    return 2 + x\n")
+    [e] = catalogue.entries("tiny", root=tmp_path)
+    assert e.cascades == (("test_other", "the other test calls double on purpose"),)
+    assert e.source.splitlines()[:2] == ["# WRONG: adds instead of multiplying",
+                                         "# CASCADE: test_other: the other test calls double on purpose"]
+    for bad, words in [("# CASCADE: test_other\n", "the reason"),
+                       ("# CASCADE: test_double__x: its own test, not a cascade\n", "itself")]:
+        entry.write_text("# WRONG: adds instead of multiplying\n" + bad + "-    return 2 * x\n+    return 2 + x\n")
+        with pytest.raises(catalogue.CatalogueError, match=words):
+            catalogue.entries("tiny", root=tmp_path)

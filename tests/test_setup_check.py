@@ -137,6 +137,7 @@ def test_default_model_comes_from_lreact_model(router, monkeypatch):
 
 
 def test_host_comes_from_ollama_host(router, monkeypatch):
+    monkeypatch.setenv("LREACT_BACKEND", "ollama")
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:11500")
     route = router.get("http://127.0.0.1:11500/api/tags").mock(
         return_value=httpx.Response(200, json={"models": []}))
@@ -203,20 +204,93 @@ def openai_env(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+def chat_answer(message):
+    return {"choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", **message}}]}
+
+
+WEATHER_CALL = {"content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+    "name": "get_weather", "arguments": '{"city": "Berlin"}'}}]}
+
+
 def test_openai_backend_all_good_on_llama_server(router, openai_env):
     listed = router.get(BASE + "/models").mock(return_value=httpx.Response(
         200, json=models_list("qwen2.5-1.5b-instruct-q4_k_m.gguf")))
-    probe = router.post(BASE + "/chat/completions").mock(return_value=httpx.Response(200, json={
-        "choices": [{"index": 0, "finish_reason": "length",
-                     "message": {"role": "assistant", "content": "Hello"}}]}))
+    probe = router.post(BASE + "/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_answer(WEATHER_CALL)))
     report = check_setup()
     assert report.backend == "openai" and report.host == BASE
     assert report.ok and listed.call_count == 1 and probe.call_count == 1
+    assert report.tool_call_seen and report.slow == 0.0
     assert report.model == "qwen2.5-1.5b-instruct-q4_k_m.gguf"  # the engine's first model
     sent = json.loads(probe.calls[0].request.content)
-    assert sent["max_tokens"] == 1 and sent["tools"][0]["function"]["name"] == "get_weather"
+    # the probe is a question that needs the tool, sent as the agent sends tools
+    assert sent["tools"][0]["function"]["name"] == "get_weather"
+    assert sent["tool_choice"] == "auto" and "weather" in sent["messages"][0]["content"]
+    assert 1 < sent["max_tokens"] <= 64 and sent["temperature"] == 0
     assert sent["model"] == "qwen2.5-1.5b-instruct-q4_k_m.gguf"
     assert all(line.startswith("✓") for line in report.lines)
+    assert "Tool calling works" in str(report) and 'get_weather({"city": "Berlin"})' in str(report)
+
+
+def test_openai_backend_text_instead_of_a_call_is_said_plainly(router, openai_env):
+    router.get(BASE + "/models").mock(return_value=httpx.Response(200, json=models_list("m")))
+    router.post(BASE + "/chat/completions").mock(return_value=httpx.Response(
+        200, json=chat_answer({"content": "I cannot check the weather."})))
+    report = check_setup()
+    assert report.ok and report.tools_supported and not report.tool_call_seen
+    assert "accepts tools but did not call one" in str(report)
+    assert "'I cannot check the weather.'" in str(report)
+
+
+def test_openai_backend_serving_any_name_is_not_reported_as_missing(router, openai_env,
+                                                                    monkeypatch):
+    """llama-cpp-python's server lists its model by path (owned_by "me") and answers any name."""
+    monkeypatch.setenv("LREACT_MODEL", "qwen2.5:7b")
+    router.get(BASE + "/models").mock(return_value=httpx.Response(
+        200, json=models_list("/models/smollm2.gguf", owned_by="me")))
+    probe = router.post(BASE + "/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_answer(WEATHER_CALL)))
+    report = check_setup()
+    assert report.ok and report.model_pulled and report.model == "qwen2.5:7b"
+    assert json.loads(probe.calls[0].request.content)["model"] == "qwen2.5:7b"
+    assert "answers requests for 'qwen2.5:7b'" in str(report)
+    assert "'/models/smollm2.gguf'" in str(report) and "does not serve" not in str(report)
+
+
+def test_openai_backend_slow_probe_is_slow_not_missing(router, openai_env):
+    import time
+
+    def slow(request):
+        time.sleep(0.3)
+        return httpx.Response(200, json=chat_answer(WEATHER_CALL))
+
+    router.get(BASE + "/models").mock(return_value=httpx.Response(200, json=models_list("m")))
+    router.post(BASE + "/chat/completions").mock(side_effect=slow)
+    report = check_setup(timeout=0.1)
+    assert report.ok and report.slow >= 0.3       # a slow answer is an answer: use the engine
+    assert "The engine is slow" in str(report) and "the live cells use it" in str(report)
+    assert "0.1 s" in str(report)
+
+
+def test_openai_backend_stuck_probe_is_not_usable(router, openai_env, monkeypatch):
+    import lreact.setup_openai
+    monkeypatch.setattr(lreact.setup_openai, "PROBE_PATIENCE", 7.0)
+    router.get(BASE + "/models").mock(return_value=httpx.Response(200, json=models_list("m")))
+    router.post(BASE + "/chat/completions").mock(side_effect=httpx.ReadTimeout("stuck"))
+    report = check_setup(timeout=2)
+    assert report.server and report.model_pulled and not report.ok
+    assert "running but did not answer" in str(report) and "within 7 s" in str(report)
+
+
+def test_openai_backend_refusing_tool_choice_is_not_a_crash(router, openai_env):
+    router.get(BASE + "/models").mock(return_value=httpx.Response(200, json=models_list("m")))
+    router.post(BASE + "/chat/completions").mock(return_value=httpx.Response(500, json={
+        "error": {"message": "1 validation error: ('body', 'tool_choice') Input should be 'none'",
+                  "type": "internal_server_error"}}))
+    report = check_setup()
+    assert not report.ok and "does not support tool_choice" in str(report)
+    assert "nothing crashed" in str(report) and "restart" not in str(report).lower()
 
 
 def test_openai_backend_refused(router, openai_env):
@@ -256,8 +330,12 @@ def test_openai_backend_wrong_model_name_on_vllm(router, openai_env, monkeypatch
     monkeypatch.setenv("LREACT_MODEL", "qwen2.5:7b")
     router.get(BASE + "/models").mock(return_value=httpx.Response(
         200, json=models_list("Qwen/Qwen2.5-7B-Instruct", owned_by="vllm")))
+    router.post(BASE + "/chat/completions").mock(return_value=httpx.Response(404, json={
+        "error": {"message": "The model `qwen2.5:7b` does not exist.", "type": "NotFoundError",
+                  "param": None, "code": 404}}))
     report = check_setup()
-    assert report.server and not report.model_pulled
+    assert report.server and not report.model_pulled and not report.ok
+    assert "does not serve 'qwen2.5:7b'" in str(report)
     assert "Qwen/Qwen2.5-7B-Instruct" in str(report) and "LREACT_MODEL" in str(report)
 
 
