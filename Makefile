@@ -55,9 +55,12 @@ system-deps:
 	@bash scripts/system-deps.sh
 
 # Every test: the grading proofs (selfcheck), then the pytest suite (unit, notebooks, browser).
-test: setup system-deps
-	$(PY) -m autograder selfcheck
-	$(PY) -m pytest -m "not selfcheck"
+# Each phase prints its time (CI's log shows where the minutes go).
+TIMED = bash scripts/timed.sh
+test:
+	@$(TIMED) "set-up (venv; llama-cpp-python is compiled unless pip's cache has it)" $(MAKE) --no-print-directory setup system-deps
+	@$(TIMED) "selfcheck (the grading proofs)" $(PY) -m autograder selfcheck
+	@$(TIMED) "pytest (unit, notebooks, real model, browser)" $(PY) -m pytest -m "not selfcheck"
 
 unit: setup
 	$(PY) -m pytest -m "not slow and not browser"

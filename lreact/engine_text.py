@@ -19,7 +19,8 @@ import json
 import re
 
 from .chatml import TOOLS_POSTAMBLE, TOOLS_PREAMBLE
-from .messages import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
+from .messages import (AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage,
+                       messages_to_wire)
 
 IM_END = "<|im_end|>"
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
@@ -28,34 +29,19 @@ _PROBE_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
 
 
-def _arguments_value(arguments: str):
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return arguments          # malformed: shown as the model wrote it
-    return value if isinstance(value, dict) else arguments
-
-
 def wire_messages(history) -> list:
-    """The history as the list of dicts a Jinja chat template reads."""
-    names, out = {}, []
-    for i, m in enumerate(history):
-        if isinstance(m, (SystemMessage, UserMessage)):
-            out.append({"role": m.role, "content": m.content})
-        elif isinstance(m, AssistantMessage):
-            entry = {"role": "assistant", "content": m.text}
-            if m.tool_calls:
-                entry["tool_calls"] = []
-                for c in m.tool_calls:
-                    names[c.id] = c.name
-                    entry["tool_calls"].append({"id": c.id, "type": "function", "function": {
-                        "name": c.name, "arguments": _arguments_value(c.arguments)}})
-            out.append(entry)
-        elif isinstance(m, ToolResultMessage):
-            out.append({"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id,
-                        "name": names.get(m.tool_call_id, "")})
-        else:
-            raise TypeError(f"message {i} is a {type(m).__name__}, not a lecture message type")
+    """The history as the list of dicts a Jinja chat template reads: Ollama's wire form
+    (``messages_to_wire``) with OpenAI's ``type`` on each call, the tool's ``name`` on each
+    result, and malformed arguments shown as the model wrote them."""
+    out = messages_to_wire(history)
+    for entry in out:
+        for call in entry.get("tool_calls", ()):
+            call["type"] = "function"
+            args = call["function"]["arguments"]
+            if set(args) == {"__raw_arguments__"}:
+                call["function"]["arguments"] = args["__raw_arguments__"]
+        if entry["role"] == "tool":
+            entry["name"] = entry.pop("tool_name", "")
     return out
 
 

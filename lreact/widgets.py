@@ -5,7 +5,7 @@
 - ``constrained_decoding_stepper()`` Part I, "Constrained decoding"
 - ``context_budget_explorer()``      Part IV, "A Concrete Trace" and "The context budget"
 - ``sampling_explorer(tokens, logits)`` and ``qwen_logprobs_explorer()``  Part I with a real
-  model's first-token distribution (the latter needs a running Ollama)
+  model's first-token distribution (the latter needs a usable model: ``lreact.check_setup()``)
 
 The pictures come from ``lreact.figures`` and are drawn with ``lreact.canvas`` (PNG bytes in an
 ``ipywidgets.Image``; a slider change redraws only what changed and swaps the bytes).
@@ -217,24 +217,32 @@ def sampling_explorer(tokens, logits, prompt="", T=1.0, k=20, p=1.0):
 
 
 def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None):
-    """The real top-20 first-token log-probabilities of the local Qwen for ``prompt``, with the
-    same sliders.  Without a running Ollama and a pulled model it says so and returns None."""
+    """The real top-20 first-token log-probabilities of the configured model for ``prompt``
+    (``lreact.backends``: Qwen through Ollama, llama.cpp in this process, or an
+    OpenAI-compatible engine), with the same sliders.  ``model``: the backend's model name (a
+    GGUF path for the embedded engine).  Without a usable model it says what to start or
+    download and returns None."""
+    import os
+
+    from .backends import configured_llm
     from .messages import UserMessage
-    from .models import OllamaError, OllamaLLM
+    from .models import ModelError
     from .setup import check_setup
 
-    report = check_setup(model=model, backend="ollama")   # logprobs: Ollama only
+    report = check_setup(model=model)
     if not report.server or not report.model_pulled:
-        print("The real-model cell is skipped: it needs a local Ollama with the model.")
+        print("The real-model cell is skipped: no model can be used yet.")
         print(report)
         print("Everything else in this notebook works without it.")
         return None
+    llm = configured_llm(model if report.backend == "embedded" else report.model)
     try:
-        pairs = OllamaLLM(model=report.model).first_token_logprobs([UserMessage(prompt)], 20)
-    except OllamaError as e:
+        pairs = llm.first_token_logprobs([UserMessage(prompt)], 20)
+    except ModelError as e:
         print(f"The real-model cell is skipped: {e}")
         return None
     tokens, logprobs = zip(*pairs)
-    print(f"{report.model}: top-{len(tokens)} first tokens for {prompt!r}; their logprobs are "
-          "used as logits (the softmax renormalises over these 20).")
+    print(f"{os.path.basename(report.model)} ({report.backend} backend): top-{len(tokens)} first "
+          f"tokens for {prompt!r}; their logprobs are used as logits (the softmax renormalises "
+          "over these 20).")
     return sampling_explorer(tokens, logprobs, prompt=prompt)

