@@ -11,7 +11,6 @@ passed the test, only the kind of error and the hint of the visible source are s
 from __future__ import annotations
 
 import ast
-import builtins
 import re
 
 
@@ -103,17 +102,17 @@ SHOWN_FROM = ("<p>What this page shows: your answers' output and each test's fir
 
 
 def kind_of(error: str) -> str:
-    """The kind of a graded run's error in the grader's words, never its text: a builtin
-    exception's name, a time limit, or 'an error'."""
+    """The kind of a graded run's error in the grader's words, never its text: a failed check
+    (AssertionError), a time limit, or 'an error'. Not the exception's name: an answer chooses
+    which exception it raises, and ~60 builtin names would carry 6 bits of a hidden argument
+    per test into the feedback."""
     error = str(error or "").strip()
     if error.startswith("timeout"):
         return "ran past the time limit"
     if error.startswith("did not run"):
         return "did not run (see the problem above)"
-    name = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\s*:", error)
-    found = getattr(builtins, name.group(1), None) if name else None
-    if isinstance(found, type) and issubclass(found, BaseException):
-        return name.group(1)
+    if re.match(r"AssertionError\s*:?", error):
+        return "a failed check"
     return "an error"
 
 

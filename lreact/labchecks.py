@@ -154,6 +154,19 @@ def chi_square(counts, probs) -> tuple:
     return stat, max(df, 1)
 
 
+def token_index(token, n: int, *, name="sample_token", hint="") -> int:
+    """``token`` as an int, if it is a token index in ``0..n-1`` (a Python or numpy integer,
+    not a bool, a float or a string); otherwise an AssertionError that says what came back.
+    The frequency tests count draws with it, so that only real token indices are counted."""
+    import numpy as np
+
+    ok = isinstance(token, (int, np.integer)) and not isinstance(token, (bool, np.bool_)) \
+        and 0 <= int(token) < n
+    assert ok, (f"{name} must return a token index in 0..{n - 1} (an int), got {token!r}"
+                + (f"\nHint: {hint}" if hint else ""))
+    return int(token)
+
+
 def assert_frequencies(counts, probs, *, name="the sampled frequencies", hint=""):
     """Observed ``counts`` are consistent with ``probs`` (chi-square at the 0.1 % level)."""
     stat, df = chi_square(counts, probs)

@@ -198,7 +198,7 @@ def test_honest_feedback_shows_output_visible_errors_and_what_was_left_out(tmp_p
     for shown in ("doubling by adding 2",                 # output before any hidden test
                   "halve(8) = 4.0",                        # output after one (from the run
                   "test_double: 0 / 2, failed: AssertionError: double(3) is wrong",  # without)
-                  "test_double__array: 0 / 1, failed in its hidden tests: AssertionError",
+                  "test_double__array: 0 / 1, failed in its hidden tests: a failed check",
                   "test_halve: 1 / 1, passed",
                   "come from a run of your notebook with the visible tests only"):
         assert _squash(shown) in seen, shown
@@ -342,8 +342,9 @@ def test_after_a_hidden_test_only_the_kind_of_a_graded_failure_is_shown():
     page = to_html(feedback_notebook(record, released, shown, hidden_test_ids(TINY)))
     seen = _squash(_visible_text(page))
     assert "31337" not in seen
+    assert "ValueError" not in seen     # an answer picks its exception: the name carries bits
     for shown in ("Problem while grading: kernel died",
-                  "test_double: 0 / 2, failed in its hidden tests: ValueError",
+                  "test_double: 0 / 2, failed in its hidden tests: an error",
                   "test_double__array: 0 / 1, failed in its hidden tests: an error",
                   "test_halve: 0 / 1, failed: AssertionError: halve(3) is wrong: got 7",
                   "Hint: halve it"):
