@@ -30,11 +30,10 @@ import json
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from . import engine, paths
-from .pool import ProcessPool
+from .pool import in_pool
 from .safecsv import write as write_safe_csv
 from .reasons import duplicate_reason, reason_of
 from .safetext import shown
@@ -206,27 +205,10 @@ def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
     options = options_key(timeout, sandbox)
     code = code or code_fingerprint()
     print(describe(sandbox), file=sys.stderr)
-    records = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(subs), desc="grading", unit="submission", file=sys.stderr)
-    pool = ProcessPool(state, size=min(jobs, max(1, len(subs))))   # warm pairs for the class
-    run = {"pool": pool, "state": state}
-    try:
-        with ThreadPoolExecutor(max_workers=jobs) as workers:
-            cache_dir = state.cache if cache else None
-            futures = [workers.submit(grade_one, s, known.get(s.assignment), options,
-                                      cache_dir, code, timeout=timeout, sandbox=sandbox,
-                                      run=run) for s in subs]
-            for f in as_completed(futures):
-                records.append(f.result())
-                if bar:
-                    bar.update(1)
-    finally:
-        pool.drain()
-    if bar:
-        bar.close()
+    cache_dir = state.cache if cache else None
+    records = in_pool(state, jobs, subs, lambda s, run: grade_one(
+        s, known.get(s.assignment), options, cache_dir, code, timeout=timeout,
+        sandbox=sandbox, run=run), desc="grading", progress=progress)
     records.sort(key=lambda r: (r["student"], r["assignment"]))
     if gradebook:
         record_in_gradebook(records, known, root)

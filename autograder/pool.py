@@ -198,3 +198,31 @@ class ProcessPool:
             waiting, self._waiting = self._waiting, []
         for pair in waiting:
             pair.cleanup()
+
+
+def in_pool(state, jobs: int, items: list, work, *, desc: str, progress: bool) -> list:
+    """``[work(item, run) for item in items]`` on ``jobs`` threads that share one
+    ``ProcessPool`` of warm sandboxed pairs (``run`` carries it), with a progress bar on
+    stderr; the results in the order of ``items`` (grade and the feedback runs use it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not items:
+        return []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(items), desc=desc, unit="submission", file=sys.stderr)
+    pool = ProcessPool(state, size=min(jobs, len(items)))
+    run = {"pool": pool, "state": state}
+    out = []
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as workers:
+            for future in [workers.submit(work, item, run) for item in items]:
+                out.append(future.result())
+                if bar:
+                    bar.update(1)
+    finally:
+        pool.drain()
+        if bar:
+            bar.close()
+    return out

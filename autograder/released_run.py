@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import cells, engine, paths
 from .grade import cache_key, code_fingerprint, options_key
-from .pool import ProcessPool
+from .pool import in_pool
 from .submissions import Submission
 
 TAG = ";feedback: visible tests only"
@@ -89,23 +87,9 @@ def released_runs(records, known: dict, *, state=None, timeout: float = 60,
     code = code or code_fingerprint()
     jobs = max(1, jobs or os.cpu_count() or 1)
     cache_dir = state.cache if cache else None
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(todo), desc="feedback runs", unit="submission", file=sys.stderr)
-    pool = ProcessPool(state, size=min(jobs, len(todo)))
-    run = {"pool": pool, "state": state}
-    try:
-        with ThreadPoolExecutor(max_workers=jobs) as workers:
-            futures = {i: workers.submit(_one, records[i], known[records[i]["assignment"]],
-                                         options, code, cache_dir, timeout=timeout,
-                                         sandbox=sandbox, run=run) for i in todo}
-            for i, future in futures.items():
-                out[i] = future.result()
-                if bar:
-                    bar.update(1)
-    finally:
-        pool.drain()
-        if bar:
-            bar.close()
+    done = in_pool(state, jobs, todo, lambda i, run: _one(
+        records[i], known[records[i]["assignment"]], options, code, cache_dir,
+        timeout=timeout, sandbox=sandbox, run=run), desc="feedback runs", progress=progress)
+    for i, result in zip(todo, done):
+        out[i] = result
     return out

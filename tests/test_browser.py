@@ -99,6 +99,40 @@ def _pids_using(marker: str):
 
 
 @contextmanager
+def jupyter_server(cmd, url, *, cwd, env, log_path, name="the server"):
+    """Start the Jupyter server ``cmd`` (its output to ``log_path``), wait up to 90 s until
+    ``url``/api/status answers, yield it; always stop it (SIGTERM, which also shuts its kernels
+    down, then SIGKILL of its process group)."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited: "
+                                       + Path(log_path).read_text(errors="replace")[-2000:])
+                try:
+                    with urllib.request.urlopen(url + "/api/status", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} did not start within 90 s")
+                time.sleep(0.3)
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=5)
+
+
+@contextmanager
 def jupyterlab(config_path=None, serve=("lectures",)):
     """A JupyterLab server on a free port; yields its base URL; always stops it and its kernels.
     ``config_path`` goes first on JUPYTER_CONFIG_PATH (the student's or instructor's view,
@@ -129,40 +163,17 @@ def jupyterlab(config_path=None, serve=("lectures",)):
            f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
            "--LabApp.news_url=", "--LabServerApp.extension_manager=readonly",
            f"--ServerApp.runtime_dir={tmp / 'runtime'}"]
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("JupyterLab exited: "
-                                   + (tmp / "server.log").read_text(errors="replace")[-2000:])
-            try:
-                with urllib.request.urlopen(url + "/api/status", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("JupyterLab did not start within 90 s")
-            time.sleep(0.3)
-        yield url
+        with jupyter_server(cmd, url, cwd=tmp, env=env, log_path=tmp / "server.log",
+                            name="JupyterLab"):
+            yield url
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # a graceful stop also shuts its kernels down
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
         for pid in _pids_using(str(tmp)):  # kernels that outlived the server
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        log.close()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(tmp / "server.log", ARTIFACTS / "jupyterlab.log")
         shutil.rmtree(tmp, ignore_errors=True)

@@ -24,18 +24,15 @@ from __future__ import annotations
 import copy
 import os
 import re
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
 import pytest
+
+from test_browser import _free_port, jupyter_server
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
@@ -339,12 +336,6 @@ def _require_or_skip(reason: str):
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def formgrader_server(root: Path, tmp: Path):
     """A Jupyter server with the instructor's configuration at the course root (as ``make
@@ -358,35 +349,9 @@ def formgrader_server(root: Path, tmp: Path):
            "--ServerApp.open_browser=False", "--IdentityProvider.token=",
            "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", "--allow-root",
            f"--ServerApp.root_dir={root}"]
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("the server exited: " + (tmp / "server.log").read_text(
-                    errors="replace")[-2000:])
-            try:
-                with urllib.request.urlopen(url + "/api/status", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not start within 90 s")
-            time.sleep(0.3)
+    with jupyter_server(cmd, url, cwd=root, env=env, log_path=tmp / "server.log"):
         yield url
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
-        log.close()
 
 
 CLICK_EVERYTHING = """
