@@ -379,6 +379,12 @@ def test_the_engine_stopped_mid_run_ends_in_a_plain_error(tmp_path):
     lab["check_pairing"](history)            # the history is still well formed
 
 
+# A long prompt keeps the request in flight for seconds whatever the model then writes: reading
+# it alone takes longer than the two seconds before the kill (a short prompt let the model stop
+# early, and the kill came after the reply).  About 1,000 tokens + 900 fit the 2,048 window.
+COUNTING = ", ".join(str(i) for i in range(1, 221)) + ","
+
+
 def test_a_server_killed_mid_reply_is_not_blamed_on_the_context_window(tmp_path):
     with running_engine(tmp_path) as server:
         llm = llm_at(server, temperature=0)
@@ -386,7 +392,7 @@ def test_a_server_killed_mid_reply_is_not_blamed_on_the_context_window(tmp_path)
 
         def long_reply():
             try:
-                outcome["text"] = llm.complete("1, 2, 3, 4, 5, 6, 7, 8,", max_tokens=1900)
+                outcome["text"] = llm.complete(COUNTING, max_tokens=900)
             except BaseException as e:   # noqa: BLE001 - handed to the test thread
                 outcome["error"] = e
 
