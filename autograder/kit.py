@@ -1,7 +1,7 @@
 """The grader's kit: what every sandboxed run gets read-only (built once per content).
 
     kit/runner.py                  the entry point (``runner.py``)
-    kit/autograder/                channel.py (with codec.py, handles.py, mirror.py,
+    kit/autograder/                channel.py (with codec.py, handles.py, mirror.py, pipe.py,
                                    numeric.py, records.py), student.py, tester.py (nothing
                                    secret in them)
     kit/answers-lreact/lreact/     a copy of lreact whose ``@reference_implementation``
@@ -23,7 +23,7 @@ from pathlib import Path
 from . import paths
 
 HERE = Path(__file__).resolve().parent
-CODE = ("channel.py", "codec.py", "handles.py", "mirror.py", "numeric.py", "records.py",
+CODE = ("channel.py", "codec.py", "handles.py", "mirror.py", "numeric.py", "pipe.py", "records.py",
         "student.py", "tester.py")
 
 

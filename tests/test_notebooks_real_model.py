@@ -1,4 +1,3 @@
-# NOT COLLECTED YET (named wip_*): one lecture run on the OpenAI-compatible server failed with a ZMQ error in the last run (7 of 8 passed, 9 min); rename to test_*.py once it is stable and within CI time.
 """The notebooks top to bottom on a real model (issue 17, section 2), and without one.
 
 Both labs (the solution notebooks, so the graded cells run too) and the two lecture notebooks
