@@ -124,6 +124,11 @@ def parser() -> argparse.ArgumentParser:
         epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
     _common(g, out_default="grades.csv",
             out_help="the CSV grade sheet to write (default: grades.csv)")
+    g.add_argument("--cluster", default=None, metavar="tcp://HOST:8786",
+                   help="grade on the workers of this Dask scheduler (README.md, \"Grading on "
+                        "a cluster\"); the cache, gradebook and CSV stay on this machine, and "
+                        "--jobs is ignored (default: $LREACT_DASK_SCHEDULER; unset: this "
+                        "machine)")
 
     f = sub.add_parser(
         "feedback", formatter_class=_formatter,
@@ -214,10 +219,20 @@ def main(argv=None) -> int:
         from .release import release
         return release(check=args.check)
     if args.command == "grade":
+        from .cluster import address
         from .grade import grade_all, summary
-        records, failures = grade_all(args.submissions, root=args.root, out=args.out,
-                                      jobs=args.jobs, timeout=args.timeout, state=args.state,
-                                      gradebook=not args.no_gradebook)
+        runner = None
+        if address(args.cluster):
+            from .cluster import Cluster
+            runner = Cluster(address(args.cluster))
+        try:
+            records, failures = grade_all(args.submissions, root=args.root, out=args.out,
+                                          jobs=args.jobs, timeout=args.timeout,
+                                          state=args.state, gradebook=not args.no_gradebook,
+                                          runner=runner)
+        finally:
+            if runner is not None:
+                runner.close()
         print(summary(records, failures))
         print(f"wrote {args.out}")
         return 0

@@ -34,6 +34,11 @@ exception is declared right after the ``# WRONG:`` line, one line per test cell,
 
       # CASCADE: test_run_agent__bad_calls: <why this cell may lose points too>
 
+Right answers, in ``autograder/right_answers/<assignment_id>/``, are the other side of the same
+promise: answers that follow the task's text literally in a way the model solution does not (a
+different tolerance, layout or draw).  Same two formats, first line ``# RIGHT: <the reading>``
+and no ``# CASCADE:`` line; ``right_entries(assignment_id)`` loads them and the selfcheck proves
+each scores full marks (every correct literal reading of a task earns its points).
 
 "The solution cell" is the source notebook's answer cell as a student who got it right would
 have written it: the cell with its ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines removed.
@@ -52,6 +57,8 @@ import nbformat
 from . import paths
 
 WRONG_PREFIX = "# WRONG: "
+RIGHT_PREFIX = "# RIGHT: "
+KINDS = {WRONG_PREFIX: "wrong_answers", RIGHT_PREFIX: "right_answers"}
 CASCADE_PREFIX = "# CASCADE: "
 HUNK_SEPARATOR = "@@"
 SLUG = re.compile(r"^[A-Za-z0-9_]+$")
@@ -74,13 +81,13 @@ class Entry:
     cascades: tuple = ()  # ((test grade_id, reason), ...): other tests it may cost, declared
 
 
-def folder(assignment_id: str, root: Path = paths.ROOT) -> Path:
-    return Path(root) / "autograder" / "wrong_answers" / assignment_id
+def folder(assignment_id: str, root: Path = paths.ROOT, prefix: str = WRONG_PREFIX) -> Path:
+    return Path(root) / "autograder" / KINDS[prefix] / assignment_id
 
 
-def files(assignment_id: str, root: Path = paths.ROOT) -> list[Path]:
+def files(assignment_id: str, root: Path = paths.ROOT, prefix: str = WRONG_PREFIX) -> list[Path]:
     """Every catalogue file of an assignment (``.edit`` and ``.py``), sorted by name."""
-    d = folder(assignment_id, root)
+    d = folder(assignment_id, root, prefix)
     if not d.is_dir():
         return []
     return sorted(p for p in d.iterdir() if p.suffix in (".edit", ".py") and p.is_file())
@@ -113,11 +120,12 @@ def _split_name(path: Path) -> tuple[str, str]:
     return gid, slug
 
 
-def _mistake(path: Path, text: str) -> tuple[str, str]:
+def _mistake(path: Path, text: str, prefix: str = WRONG_PREFIX) -> tuple[str, str]:
     first, _, rest = text.partition("\n")
-    if not first.startswith(WRONG_PREFIX) or len(first.strip()) <= len(WRONG_PREFIX) + 5:
-        raise CatalogueError(f"{path.name}: the first line must be '{WRONG_PREFIX}<the mistake>'")
-    return first[len(WRONG_PREFIX):].strip(), rest
+    if not first.startswith(prefix) or len(first.strip()) <= len(prefix) + 5:
+        what = "the mistake" if prefix == WRONG_PREFIX else "the reading of the task"
+        raise CatalogueError(f"{path.name}: the first line must be '{prefix}<{what}>'")
+    return first[len(prefix):].strip(), rest
 
 
 def _cascades(path: Path, rest: str) -> tuple[tuple, str]:
@@ -190,20 +198,24 @@ def apply_edit(solution: str, hunks, name: str = "edit") -> str:
     return "\n".join(lines)
 
 
-def load_entry(path: Path, assignment_id: str, solutions: dict) -> Entry:
-    """One catalogue file as an Entry (see the module docstring)."""
+def load_entry(path: Path, assignment_id: str, solutions: dict,
+               prefix: str = WRONG_PREFIX) -> Entry:
+    """One catalogue file as an Entry (see the module docstring); ``prefix`` RIGHT_PREFIX for a
+    right answer."""
     path = Path(path)
     gid, slug = _split_name(path)
     text = path.read_text(encoding="utf-8")
-    mistake, body = _mistake(path, text)
+    mistake, body = _mistake(path, text, prefix)
     cascades, body = _cascades(path, body)
+    if cascades and prefix != WRONG_PREFIX:
+        raise CatalogueError(f"{path.name}: a right answer declares no cascade")
     if gid not in solutions:
         raise CatalogueError(f"{path.name}: no answer cell with grade_id {gid!r} in "
                              f"{assignment_id}")
     own = [t for t, _ in cascades if t == f"test_{gid}" or t.startswith(f"test_{gid}__")]
     if own:
         raise CatalogueError(f"{path.name}: {own[0]} is a test of {gid} itself, not a cascade")
-    header = "\n".join([f"{WRONG_PREFIX}{mistake}"]
+    header = "\n".join([f"{prefix}{mistake}"]
                        + [f"{CASCADE_PREFIX}{t}: {r}" for t, r in cascades])
     if path.suffix == ".edit":
         edited = apply_edit(solutions[gid], parse_hunks(body, path.name), path.name)
@@ -211,7 +223,7 @@ def load_entry(path: Path, assignment_id: str, solutions: dict) -> Entry:
     else:
         source, kind = text, "cell"
     if source.strip() == f"{header}\n{solutions[gid]}".strip():
-        raise CatalogueError(f"{path.name}: the wrong answer is identical to the solution")
+        raise CatalogueError(f"{path.name}: the answer is identical to the solution")
     return Entry(assignment_id, gid, slug, mistake, source, path, kind, cascades)
 
 
@@ -224,6 +236,15 @@ def entries(assignment_id: str, *, root: Path = paths.ROOT, source=None) -> list
     solutions = solution_cells(source if source is not None
                                else paths.source_path(assignment_id, root))
     return [load_entry(p, assignment_id, solutions) for p in files(assignment_id, root)]
+
+
+def right_entries(assignment_id: str, *, root: Path = paths.ROOT, source=None) -> list[Entry]:
+    """Every right answer of ``assignment_id`` (``autograder/right_answers/<id>/``), applied to
+    its solution cell, sorted by file; ``mistake`` holds the reading of the task it follows."""
+    solutions = solution_cells(source if source is not None
+                               else paths.source_path(assignment_id, root))
+    return [load_entry(p, assignment_id, solutions, RIGHT_PREFIX)
+            for p in files(assignment_id, root, RIGHT_PREFIX)]
 
 
 # --- writing edits (used to convert whole cells, ``python -m autograder catalogue``) -----

@@ -5,6 +5,7 @@ Nothing is executed or looked up by name while decoding; only plain values are b
     None, bool, int, float (nan/inf too), str, list        as JSON
     {"t": [...]} tuple   {"d": [[k, v], ...]} dict   {"s": [...]} set   {"b": base64} bytes
     {"j": [re, im]} complex
+    a fractions.Fraction (numbers.Rational) or a finite decimal.Decimal is sent as its float
     {"a": [dtype, shape, flat]} numpy array   {"n": [dtype, x]} numpy scalar: bool, int, uint,
         float (float16 to longdouble), complex and str dtypes; a longdouble travels as its exact
         decimal text, a complex as its (real, imaginary) parts, so a value arrives with the
@@ -47,6 +48,25 @@ SHARED_FUNCTIONS = (("lreact.grammar", "toy_logits"),)
 _SCALARS = frozenset((type(None), bool, int, float, str))
 _HIDDEN_TYPES = (types.ModuleType, type, types.FrameType, types.CodeType, types.TracebackType,
                  types.CellType)
+
+
+def _exact_number(x):
+    """A ``fractions.Fraction`` (any ``numbers.Rational``) or a finite ``decimal.Decimal`` as the
+    float it stands for, as numpy and the checks read it; None for anything else.  Runs on the
+    answer's side: the float is plain data, whatever computed it."""
+    import decimal
+    import numbers
+    if not isinstance(x, (numbers.Rational, decimal.Decimal)):
+        return None
+    if isinstance(x, decimal.Decimal) and not x.is_finite():
+        return None
+    try:
+        value = float(x)
+    except (OverflowError, ValueError, TypeError, ArithmeticError) as e:
+        raise NotPlainData(f"a {type(x).__name__} that is not a float: {e}") from None
+    if type(value) is not float:
+        raise NotPlainData(f"a {type(x).__name__} whose float() is not a float")
+    return value
 
 
 class Budget:
@@ -191,6 +211,9 @@ class Codec:
                 return float.__float__(x)
             if isinstance(x, complex):
                 return {"j": [complex.__complex__(x).real, complex.__complex__(x).imag]}
+            exact = _exact_number(x)
+            if exact is not None:
+                return exact
         if isinstance(x, np.ndarray):
             return numeric.encode_array(x, self._sending)
         if isinstance(x, np.generic):

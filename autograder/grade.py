@@ -54,17 +54,25 @@ def code_dirs() -> list[Path]:
     return [Path(lreact.__file__).resolve().parent, Path(__file__).resolve().parent]
 
 
-def code_fingerprint(dirs=None) -> str:
-    """A hash of every file under ``dirs`` (names and bytes; byte code, docs and the
-    catalogues skipped)."""
-    h = hashlib.sha256()
+def code_digests(dirs=None) -> dict:
+    """{``lreact/checks.py``: sha256 of its bytes} for every file under ``dirs`` (byte code,
+    docs and the catalogues skipped), in a fixed order: what a cluster worker compares."""
+    found = {}
     for d in sorted(Path(p) for p in (dirs or code_dirs())):
         for f in sorted(d.rglob("*")):
             rel = f.relative_to(d)
             if not f.is_file() or SKIP_DIRS & set(rel.parts) or f.suffix in SKIP_SUFFIXES:
                 continue
-            h.update(f"{d.name}/{rel.as_posix()}\0".encode())
-            h.update(hashlib.sha256(f.read_bytes()).digest())
+            found[f"{d.name}/{rel.as_posix()}"] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return found
+
+
+def code_fingerprint(dirs=None) -> str:
+    """One hash of ``code_digests`` (names and bytes): part of the cache key."""
+    h = hashlib.sha256()
+    for name, digest in code_digests(dirs).items():
+        h.update(f"{name}\0".encode())
+        h.update(bytes.fromhex(digest))
     return h.hexdigest()
 
 
@@ -124,7 +132,9 @@ def zero_record(sub: Submission, source: Path | None, reason: str) -> dict:
 def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Path | None,
               code: str, *, timeout: float = 60, sandbox: str = "auto", run=None) -> dict:
     """Grade (or fetch from the cache) one submission; a plain dict, JSON-ready.
-    ``run``: extra keyword arguments for ``engine.grade_notebook`` (the pool, the state)."""
+    ``run``: extra keyword arguments for ``engine.grade_notebook`` (the pool, the state), or
+    ``{"remote": grade}`` to have ``grade(sub, source, timeout=, sandbox=)`` return the fresh
+    record instead (``cluster.py``: a Dask worker grades it with ``graded``)."""
     if source is None:
         return annotate({**zero_record(sub, None, sub.problem or "no notebook"),
                          "cached": False, "submitted": None}, sub)
@@ -139,28 +149,12 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
             return annotate(record, sub)
         except ValueError:
             pass
-    if sub.notebook is None:
-        record = zero_record(sub, source, sub.problem or "no notebook")
+    run = dict(run or {})
+    remote = run.pop("remote", None)
+    if remote is not None and sub.notebook is not None:
+        record = remote(sub, source, timeout=timeout, sandbox=sandbox)
     else:
-        try:
-            r = engine.grade_notebook(sub.assignment, sub.notebook, timeout, source=source,
-                                      sandbox=sandbox, **(run or {}))
-        except getattr(engine, "SandboxUnavailable", ()):
-            raise
-        except Exception as e:  # noqa: BLE001 - one submission never stops the class
-            record = zero_record(sub, source, f"grader error: {type(e).__name__}: {e}")
-        else:
-            executed = getattr(r, "executed", None)
-            record = {
-                "student": sub.student, "assignment": sub.assignment, "origin": sub.origin,
-                "scores": {k: list(v) for k, v in r.scores.items()}, "manual": dict(r.manual),
-                "errors": dict(r.errors), "failure": r.failure, "reason": reason_of(r.failure),
-                "notes": list(r.notes), "total": r.total, "possible": r.possible,
-                "executed": executed if executed is None or isinstance(executed, dict)
-                else dict(executed),
-            }
-            if hasattr(r, "answers_ran"):
-                record["answers_ran"] = r.answers_ran
+        record = graded(sub, source, timeout=timeout, sandbox=sandbox, run=run)
     if cached:
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_name(f"{cached.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -170,6 +164,32 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
     record["cached"] = False
     record["submitted"] = _path(sub)
     return annotate(record, sub)
+
+
+def graded(sub: Submission, source: Path, *, timeout: float = 60, sandbox: str = "auto",
+           run=None) -> dict:
+    """The fresh record of one submission (no cache, no folder notes): plain data."""
+    if sub.notebook is None:
+        return zero_record(sub, source, sub.problem or "no notebook")
+    try:
+        r = engine.grade_notebook(sub.assignment, sub.notebook, timeout, source=source,
+                                  sandbox=sandbox, **(run or {}))
+    except getattr(engine, "SandboxUnavailable", ()):
+        raise
+    except Exception as e:  # noqa: BLE001 - one submission never stops the class
+        return zero_record(sub, source, f"grader error: {type(e).__name__}: {e}")
+    executed = getattr(r, "executed", None)
+    record = {
+        "student": sub.student, "assignment": sub.assignment, "origin": sub.origin,
+        "scores": {k: list(v) for k, v in r.scores.items()}, "manual": dict(r.manual),
+        "errors": dict(r.errors), "failure": r.failure, "reason": reason_of(r.failure),
+        "notes": list(r.notes), "total": r.total, "possible": r.possible,
+        "executed": executed if executed is None or isinstance(executed, dict)
+        else dict(executed),
+    }
+    if hasattr(r, "answers_ran"):
+        record["answers_ran"] = r.answers_ran
+    return record
 
 
 def _path(sub: Submission) -> str | None:
@@ -189,12 +209,16 @@ def _plain(value):
 def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
               jobs: int | None = None, timeout: float = 60, state: Path | None = None,
               sandbox: str = "auto", progress: bool = True, cache: bool = True,
-              gradebook: bool = False, code=None) -> tuple[list, list]:
+              gradebook: bool = False, code=None, runner=None) -> tuple[list, list]:
     """Grade a folder of submissions; returns (records, failures) and writes the CSV.
 
     ``gradebook``: record every submission in the nbgrader gradebook of the course folder
     ``root`` and read the hand grades back (what the ``grade`` command does; selfcheck and
     the benchmark leave it off). ``code``: the code fingerprint (tests pass their own).
+    ``runner(subs, work, desc=, progress=)``: who calls ``work(sub, run)`` for every
+    submission, results in order (default: ``pool.in_pool`` on ``jobs`` threads here;
+    ``cluster.Cluster``: the workers of a Dask cluster). This machine writes the cache, the
+    gradebook and the CSV either way.
     """
     state = paths.state(state)
     known = assignments(root)
@@ -204,9 +228,10 @@ def grade_all(folder: Path, *, root: Path = paths.ROOT, out: Path | None = None,
     jobs = max(1, jobs or os.cpu_count() or 1)
     options = options_key(timeout, sandbox)
     code = code or code_fingerprint()
-    print(describe(sandbox), file=sys.stderr)
+    print(getattr(runner, "description", None) or describe(sandbox), file=sys.stderr)
     cache_dir = state.cache if cache else None
-    records = in_pool(state, jobs, subs, lambda s, run: grade_one(
+    runner = runner or (lambda items, work, **kw: in_pool(state, jobs, items, work, **kw))
+    records = runner(subs, lambda s, run: grade_one(
         s, known.get(s.assignment), options, cache_dir, code, timeout=timeout,
         sandbox=sandbox, run=run), desc="grading", progress=progress)
     records.sort(key=lambda r: (r["student"], r["assignment"]))

@@ -2,9 +2,12 @@
 
 A ``Pair`` is a student process and a trusted process joined by the channel's two pipes, each in
 its own sandbox run (``sandbox.launch``: its own user, cgroup and wall clock), both waiting for
-their job on stdin with their imports done.  ``Pair.run(student_job, tester_job)`` gives them
-their jobs and returns the trusted process's result: the parent only ever reads that.
-``ProcessPool`` keeps a few pairs warm while a class is graded; its state is its own.
+their job with their imports done.  ``Pair.run(student_job, tester_job)`` gives them their jobs
+and returns the trusted process's result: the parent only ever reads that.
+``ProcessPool`` keeps a few student processes warm while a class is graded, and reuses the
+trusted processes (``Tester``): a student process serves one submission and ends; a trusted
+process, which never runs student code, goes on to the next one (``trusted.py``).  Its state
+is its own.
 """
 from __future__ import annotations
 
@@ -18,83 +21,61 @@ import time
 
 from . import kit as kits
 from . import paths, sandbox
+from .trusted import CPU_SECONDS, Tester, scratch_env, start  # noqa: F401 - scratch_env re-exported
 
-CPU_SECONDS = 1200          # CPU-time backstop per process; the wall clocks act first
 RESULT_LIMIT = 256 * 1024 * 1024
 
 
-def scratch_env(scratch, extra=None) -> dict:
-    """The environment of a grading process: everything writable lives in its scratch folder."""
-    scratch = str(scratch)
-    env = {
-        "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin",
-                                 "/bin"]),
-        "HOME": scratch, "TMPDIR": os.path.join(scratch, "tmp"), "LANG": "C.UTF-8",
-        "MPLBACKEND": "Agg", "MPLCONFIGDIR": os.path.join(scratch, ".mpl"),
-        "IPYTHONDIR": os.path.join(scratch, ".ipython"),
-        "XDG_CACHE_HOME": os.path.join(scratch, ".cache"), "PYTHONDONTWRITEBYTECODE": "1",
-        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-        "LREACT_GRADING": "1", "LREACT_SCRATCH": scratch,
-    }
-    for var in ("LREACT_MODEL", "LREACT_GRADER_DEBUG"):
-        if var in os.environ:
-            env[var] = os.environ[var]
-    env.update(extra or {})
-    return env
-
-
-def _debug_stderr():
-    """A grading process's own stderr: hidden unless LREACT_GRADER_DEBUG=1."""
-    return None if os.environ.get("LREACT_GRADER_DEBUG") == "1" else subprocess.DEVNULL
-
-
 class Pair:
-    """A started student process and trusted process, joined by the channel."""
+    """A started student process and a trusted process, joined by the channel.
+
+    The student process is new for every submission.  The trusted process comes from the pool
+    (``attach``), a ``Tester`` that may have graded other submissions before."""
 
     def __init__(self, state: paths.State, mode: str):
-        self.mode = mode
-        kit = kits.build(state)
+        self.mode, self.state = mode, state
+        self.kit = kits.build(state)
         t2s = os.pipe()
         s2t = os.pipe()
-        res = os.pipe()
         stop = os.pipe()          # the tester interrupts a late answer (student.Interrupts)
-        self.result_fd = res[0]
+        self.tester_fds = (s2t[0], t2s[1], stop[1])   # sent to the tester with its job
+        self.tester, self.pool, self.result = None, None, None
         self.runs, self.procs = [], []
-        child_fds = [t2s[0], s2t[1], s2t[0], t2s[1], res[1], stop[0], stop[1]]
         try:
-            answers = kit / "answers-lreact"
-            s = sandbox.launch(kit, sys.executable,
+            answers = self.kit / "answers-lreact"
+            s = sandbox.launch(self.kit, sys.executable,
                                ["student", str(t2s[0]), str(s2t[1]), str(stop[0])],
                                mode=mode, cpu_seconds=CPU_SECONDS, scratch_base=state.scratch,
                                overlays=[(answers / "lreact", kits.lreact_dir())])
             self.runs.append(s)
             inside = s.runner.parent / "answers-lreact"
-            self.procs.append(self._start(s, (t2s[0], s2t[1], stop[0]),
+            self.procs.append(start(s, (t2s[0], s2t[1], stop[0]),
                                           {"PYTHONPATH": str(inside)}))
-            t = sandbox.launch(kit, sys.executable,
-                               ["tester", str(s2t[0]), str(t2s[1]), str(res[1]), str(stop[1])],
-                               mode=mode, cpu_seconds=CPU_SECONDS, scratch_base=state.scratch)
-            self.runs.append(t)
-            self.procs.append(self._start(t, (s2t[0], t2s[1], res[1], stop[1]), {}))
         except BaseException:
-            os.close(self.result_fd)
+            self._close_tester_fds()
             self.cleanup()
             raise
         finally:
-            for fd in child_fds:
+            for fd in (t2s[0], s2t[1], stop[0]):
                 os.close(fd)
-        self.notes = []
-        for run in self.runs:
-            for note in run.notes:
-                if note not in self.notes:
-                    self.notes.append(note)
+        self.notes = list(s.notes)
 
-    @staticmethod
-    def _start(run, fds, extra):
-        return subprocess.Popen(
-            run.cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=_debug_stderr(),
-            pass_fds=fds, env=scratch_env(run.scratch, extra),
-            cwd=str(run.runner.parent) if run.host_scratch else "/", start_new_session=True)
+    def attach(self, tester: Tester, pool=None) -> None:
+        """The trusted process of this run (``pool``: where it goes back after a good job)."""
+        self.tester, self.pool = tester, pool
+        self.runs[1:] = [tester.run]
+        self.procs[1:] = [tester.proc]
+        for note in tester.run.notes:
+            if note not in self.notes:
+                self.notes.append(note)
+
+    def _close_tester_fds(self) -> None:
+        for fd in self.tester_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.tester_fds = ()
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.procs)
@@ -102,32 +83,29 @@ class Pair:
     def run(self, student_job: dict, tester_job: dict, wall_seconds: float):
         """Give both processes their jobs; the trusted process's result (None: no result in
         time, or none at all)."""
-        student_run, tester_run = self.runs
-        for run, proc, job in ((student_run, self.procs[0], student_job),
-                               (tester_run, self.procs[1], tester_job)):
-            run.wall_seconds = wall_seconds
-            run.start_clock(proc)
-            try:
-                proc.stdin.write(json.dumps(job).encode("utf-8"))
-                proc.stdin.close()
-            except OSError:
-                pass
-        deadline = time.monotonic() + wall_seconds
-        buffer, size, result = b"", 0, None
-        sel = selectors.DefaultSelector()
-        sel.register(self.result_fd, selectors.EVENT_READ)
+        if self.tester is None:
+            self.attach(Tester(self.state, self.mode, self.kit))
+        student_run, tester = self.runs[0], self.tester
+        student_run.wall_seconds = wall_seconds
+        student_run.start_clock(self.procs[0])
         try:
-            while result is None:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(timeout=left):
-                    break
-                chunk = os.read(self.result_fd, 1 << 20)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > RESULT_LIMIT:
-                    break
-                buffer += chunk
+            self.procs[0].stdin.write(json.dumps(student_job).encode("utf-8"))
+            self.procs[0].stdin.close()
+        except OSError:
+            pass
+        tester.run.restart_clock(wall_seconds, tester.proc)
+        try:
+            tester.send(tester_job, self.tester_fds)
+        except OSError:
+            tester.healthy = False
+        finally:
+            self._close_tester_fds()
+        deadline = time.monotonic() + wall_seconds
+        buffer, size, result = tester.buffer, 0, None
+        sel = selectors.DefaultSelector()
+        sel.register(tester.result_fd, selectors.EVENT_READ)
+        try:
+            while result is None and tester.healthy:
                 while b"\n" in buffer and result is None:
                     line, buffer = buffer.split(b"\n", 1)
                     try:
@@ -138,32 +116,57 @@ class Pair:
                         student_run.kill()
                     elif "result" in event:
                         result = event["result"]
+                if result is not None:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(timeout=left):
+                    break
+                chunk = os.read(tester.result_fd, 1 << 20)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > RESULT_LIMIT:
+                    break
+                buffer += chunk
         finally:
             sel.close()
+        tester.run.stop_clock()
+        tester.buffer = buffer
+        self.result = result
         return result
 
     def cleanup(self) -> None:
-        for run in self.runs:
-            run.cleanup()
-        for proc in self.procs:
+        self._close_tester_fds()
+        if self.runs:
+            self.runs[0].cleanup()
+        if self.procs:
             try:
-                proc.wait(timeout=10)
+                self.procs[0].wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        try:
-            os.close(self.result_fd)
-        except OSError:
-            pass
+        tester, self.tester = self.tester, None
+        if tester is None:
+            return
+        good = (self.result is not None and not self.result.get("failure")
+                and not self.result.get("stopped") and not tester.buffer)
+        if good and self.pool is not None and tester.reusable():
+            self.pool.give_back(tester)
+        else:
+            tester.cleanup()
 
 
 class ProcessPool:
-    """Pairs started ahead of time: ``take`` hands one out and starts its replacement."""
+    """Student processes started ahead of time (``take`` hands one out and starts its
+    replacement), and the trusted processes (``Tester``) that go back and forth between runs.
+    With ``size`` 0 nothing is kept: every run starts both processes and ends them."""
 
     def __init__(self, state: paths.State | None = None, size: int = 0):
         self.state = paths.state(state)
         self.size = max(0, int(size))
         self._lock = threading.Lock()
         self._waiting: list = []
+        self._testers: list = []      # idle trusted processes
+        self._tester_count = 0        # started and not yet retired (idle or in a run)
 
     def resize(self, size: int) -> None:
         self.size = max(0, int(size))
@@ -176,28 +179,81 @@ class ProcessPool:
             refill = self.size > 0
         if refill:
             threading.Thread(target=self._refill, args=(mode,), daemon=True).start()
-        return found or Pair(self.state, mode)
+        pair = found or Pair(self.state, mode)
+        try:
+            tester = self._idle_tester(mode)
+            if tester is None:
+                tester = Tester(self.state, mode, pair.kit)
+                if self.size:
+                    with self._lock:
+                        self._tester_count += 1
+            pair.attach(tester, self if self.size else None)
+        except BaseException:
+            pair.cleanup()
+            raise
+        return pair
+
+    def _idle_tester(self, mode: str) -> Tester | None:
+        with self._lock:
+            for tester in list(self._testers):
+                self._testers.remove(tester)
+                if tester.mode == mode and tester.alive():
+                    return tester
+                self._tester_count -= 1
+                threading.Thread(target=tester.cleanup, daemon=True).start()
+        return None
+
+    def give_back(self, tester: Tester) -> None:
+        with self._lock:
+            if self.size and len(self._testers) < self.size:
+                self._testers.append(tester)
+                return
+            self._tester_count -= 1
+        tester.cleanup()
 
     def _refill(self, mode: str) -> None:
         with self._lock:
             if sum(1 for p in self._waiting if p.mode == mode) >= self.size:
                 return
+            start_tester = self._tester_count < self.size
+            if start_tester:
+                self._tester_count += 1
         try:
             pair = Pair(self.state, mode)
         except Exception:  # noqa: BLE001 - the next run simply starts cold
-            return
+            pair = None
+        tester = None
+        if start_tester:
+            try:
+                tester = Tester(self.state, mode, kits.build(self.state))
+            except Exception:  # noqa: BLE001 - a run starts one when it needs it
+                with self._lock:
+                    self._tester_count -= 1
         with self._lock:
-            if self.size and len(self._waiting) < self.size:
+            keep = bool(self.size)
+            if keep and pair is not None and len(self._waiting) < self.size:
                 self._waiting.append(pair)
-                return
-        pair.cleanup()
+                pair = None
+            if keep and tester is not None:
+                self._testers.append(tester)
+                tester = None
+            elif tester is not None:
+                self._tester_count -= 1
+        if pair is not None:
+            pair.cleanup()
+        if tester is not None:
+            tester.cleanup()
 
     def drain(self) -> None:
         with self._lock:
             self.size = 0
             waiting, self._waiting = self._waiting, []
+            testers, self._testers = self._testers, []
+            self._tester_count -= len(testers)
         for pair in waiting:
             pair.cleanup()
+        for tester in testers:
+            tester.cleanup()
 
 
 def in_pool(state, jobs: int, items: list, work, *, desc: str, progress: bool) -> list:

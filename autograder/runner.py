@@ -52,6 +52,10 @@ def main(argv) -> int:
         from autograder import tester
         tester.preload()
         return tester.main(*fds)
+    if role == "tester-reused":        # one job after another (pool.Tester): control, result
+        from autograder import tester
+        tester.preload()
+        return tester.serve(*fds)
     if role == "student":
         from autograder import student
         student.preload()

@@ -257,6 +257,24 @@ class _Once:
 _once = _Once()
 
 
+class CpuTally:
+    """CPU seconds used by the runs of this process that have ended (their cgroups' own
+    accounting, every process of each run counted): what the benchmark divides by."""
+
+    def __init__(self):
+        self.seconds, self.runs = 0.0, 0
+        self._lock = threading.Lock()
+
+    def add(self, usage) -> None:
+        if usage is not None and usage.cpu_seconds is not None:
+            with self._lock:
+                self.seconds += usage.cpu_seconds
+                self.runs += 1
+
+
+RUNS_CPU = CpuTally()
+
+
 @dataclass
 class Launch:
     cmd: list            # the full command line
@@ -293,6 +311,20 @@ class Launch:
             self._timer.daemon = True
             self._timer.start()
 
+    def restart_clock(self, seconds: float, proc: subprocess.Popen | None = None) -> None:
+        """A run that serves one job after another (``pool.Tester``): a new wall clock of
+        ``seconds`` for the next job, in place of the last one."""
+        self.stop_clock()
+        self.wall_seconds = seconds
+        self.start_clock(proc)
+
+    def stop_clock(self) -> None:
+        """The job is over in time: its clock no longer runs (``restart_clock`` starts one)."""
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
     def _expire(self) -> None:
         self.timed_out = True
         self.kill()
@@ -327,6 +359,7 @@ class Launch:
         if self.group is not None:
             self.final_usage = self.group.close()
             self.group = None
+            RUNS_CPU.add(self.final_usage)
         self.kill()
         if self.host_scratch:
             shutil.rmtree(self.host_scratch, ignore_errors=True)

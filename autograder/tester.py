@@ -330,15 +330,92 @@ def clean_outputs(outputs) -> list:
 
 
 def main(rfd: int, wfd: int, result_fd: int, interrupt_fd: int | None = None) -> int:
+    """One job read on stdin, run with the student process at the other end of ``rfd``/``wfd``."""
     out = os.fdopen(result_fd, "w", encoding="utf-8")
+    job = json.loads(sys.stdin.read() or "{}")
+    if job:
+        run_job(job, rfd, wfd, interrupt_fd, _writer(out))
+    out.close()
+    return 0
 
+
+def serve(control_fd: int, result_fd: int) -> int:
+    """A trusted process reused for one submission after another (``trusted.Tester``): a job a
+    line on stdin; with each, the three ends of that submission's channel arrive over the
+    control socket (``SCM_RIGHTS``), since every submission has a new student process.  After
+    each job the namespace is dropped and the process state a job may touch is put back
+    (``Baseline``).  Stdin closed: no more jobs."""
+    import socket
+    out = os.fdopen(result_fd, "w", encoding="utf-8")
+    events = _writer(out)
+    control = socket.socket(fileno=control_fd)
+    baseline = Baseline()
+    for line in sys.stdin:
+        job = json.loads(line)
+        _, fds, _, _ = socket.recv_fds(control, 16, 3)
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            break
+        try:
+            run_job(job, *fds, events)
+        finally:
+            for fd in fds:
+                os.close(fd)
+            baseline.restore()
+    out.close()
+    return 0
+
+
+def _writer(out):
     def events(obj):
         out.write(json.dumps(obj) + "\n")
         out.flush()
+    return events
 
-    job = json.loads(sys.stdin.read() or "{}")
-    if not job:
-        return 0
+
+class Baseline:
+    """What a job may change in this process, as it was before the first job, and put back
+    after each: the warning filters, ``sys.path``, the environment, numpy's error state and
+    global random state (reseeded from the system, as in a new process), matplotlib's figures,
+    the working folder (emptied).  Imported modules stay (that is the saving): dropping one
+    would leave its old classes in the modules that imported it, so the course's modules are
+    the same objects for every job, and they keep no state a test depends on."""
+
+    def __init__(self):
+        import warnings
+        self.filters = list(warnings.filters)
+        self.path = list(sys.path)
+        self.environ = dict(os.environ)
+        np = sys.modules.get("numpy")
+        self.errstate = np.geterr() if np is not None else None
+
+    def restore(self) -> None:
+        import shutil
+        import warnings
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        cwd = os.getcwd()
+        os.chdir("/")
+        if cwd != "/" and os.environ.get("LREACT_SCRATCH") and \
+                cwd.startswith(os.environ["LREACT_SCRATCH"] + os.sep):
+            shutil.rmtree(cwd, ignore_errors=True)
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None:
+            plt.close("all")
+        warnings.filters[:] = self.filters
+        warnings._filters_mutated()
+        sys.path[:] = self.path
+        os.environ.clear()
+        os.environ.update(self.environ)
+        np = sys.modules.get("numpy")
+        if np is not None:
+            np.seterr(**self.errstate)
+            np.random.seed()
+
+
+def run_job(job: dict, rfd: int, wfd: int, interrupt_fd, events) -> None:
+    """Every cell of ``job`` in notebook order; the result is the last event written."""
     cwd = job.get("cwd") or "."
     os.makedirs(cwd, exist_ok=True)
     os.chdir(cwd)
@@ -371,8 +448,6 @@ def main(rfd: int, wfd: int, result_fd: int, interrupt_fd: int | None = None) ->
         pass
     events({"result": {"cells": {str(k): v for k, v in results.items()},
                        "failure": failure, "stopped": tests.stopped}})
-    out.close()
-    return 0
 
 
 def preload() -> None:

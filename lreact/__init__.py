@@ -18,7 +18,10 @@ One module per idea of the lecture:
 - ``mistral``   Part IV, the Mistral tool template ([AVAILABLE_TOOLS], [TOOL_CALLS]) as text
 - ``tools``     Part III, example tools (offline weather table, safe arithmetic) and their schemas
 - ``sampling``  Part I, reference softmax / temperature / top-k / top-p / sampling
-- ``chatml``    Part IV, the Qwen2.5 chat template as text
+- ``chatml``    Part IV, the Qwen2.5 chat template as text (Ollama's qwen2.5 template)
+- ``ollama_text``  Part IV, what Ollama's server changes before that template (tools through its
+                Go structs, the model's default system prompt)
+- ``workload``  the overview's time estimate per notebook, from its words and cells
 - ``grammar``   Part I, a toy vocabulary and grammar for constrained decoding, and
                 ``constrained_step``: the lecture's masked distribution P' on it
 - ``checks``    comparison helpers the graded tests use (plain numbers, never ``__eq__``)
@@ -32,7 +35,8 @@ One module per idea of the lecture:
 - ``mcp_server``  Part III, the lab's MCP server (official SDK, stdio): tools, a resource, a prompt
 - ``mcp_client``  MCPConnection: a blocking MCP client with timeouts that records the JSON-RPC
 - ``textreact``  Part II, ReAct in plain text: the exemplar, the stop sequence, text completion
-- ``codeact``   Part III, run_python: one code action in a fresh, sandboxed interpreter
+- ``codeact``   Part III, run_python: one code action in a fresh, sandboxed interpreter (Linux
+                with bubblewrap; limits only on macOS; time and output limits on Windows)
 - ``actionchecks``  the second lab's Part D test helpers (plain JSON, test doubles)
 """
 from .messages import (

@@ -1,7 +1,14 @@
 """The chat template as text (Part IV, "System prompt, chat template and statelessness").
 
-``render_chatml(messages, tools)`` produces the ChatML that a Qwen2.5 model reads under Ollama's
-template for qwen2.5 (Ollama library blob eb4402837c78):
+``render_chatml(messages, tools)`` (graded in the first lab, B.6) applies one template: the Go
+template of Ollama's ``qwen2.5`` model (Ollama library blob eb4402837c78), to the messages and the
+tool dicts exactly as the runtime holds them.  It is not byte for byte what Ollama's server sends:
+the server first re-encodes each tool through its Go structs (fields in the order ``type, $defs,
+items, required, properties``, properties sorted, unknown fields such as ``additionalProperties``
+dropped) and, when the first message is not a system message, puts the model's default system
+prompt first; ``lreact.ollama_text.ollama_qwen_text`` adds both, and the lecture prints the
+difference.  Qwen's own Hugging Face template (used by llama-server and vLLM) differs again, e.g.
+in the quirk below.  The layout:
 
 - an optional system turn holding the system prompt and, when tools are given, a ``# Tools``
   section with one ``{"type": "function", "function": {...}}`` JSON object per line inside
@@ -13,7 +20,10 @@ template for qwen2.5 (Ollama library blob eb4402837c78):
 Several system messages are joined by a blank line, as Ollama does.  Like the template, it
 drops a call's id and the tool name of a result: the model sees order only.
 Like Ollama's Go template, JSON is compact and argument keys are sorted.  One quirk of that
-template is kept: an assistant turn with both text and calls shows only the text.
+template is kept: an assistant turn with both text and calls shows only the text, so the model
+never sees the calls of such a turn (a ReAct thought followed by a call): on its next call it
+reads its thought and then the ``<tool_response>``, with nothing saying which tool it asked for
+or with which arguments.  Qwen's Hugging Face template writes the text and then the calls.
 """
 from __future__ import annotations
 

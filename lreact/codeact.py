@@ -20,10 +20,22 @@ fresh unprivileged user id so the process limit counts only this run's processes
 same isolation ``autograder/sandbox.py`` builds for grading runs.
 
 Where bubblewrap cannot run (macOS, Windows, no user namespaces, or already inside a sandbox
-that forbids nesting, as at grading time) ``run_python`` falls back to a plain subprocess with
-the same limits and says so in ``isolation``.  ``NOT_PROTECTED`` states what is then not
-protected: the code can read every file this user can read, can open network connections, and
-(without root) a process that detaches itself can outlive the time limit.
+that forbids nesting, as at grading time) ``run_python`` falls back to a plain subprocess and
+says so in ``isolation`` and in ``isolation()``, a plain sentence per platform (``platform_kind``):
+
+- Linux without bubblewrap: the same limits; not protected: files, network and (without root) a
+  process that detaches itself (``NOT_PROTECTED``).
+- macOS: the same limits.  RLIMIT_NPROC there counts every process of the user id (as on Linux)
+  and an unprivileged process cannot raise its hard limit (bounded by ``kern.maxprocperuid``), so
+  the process cap is "what this user already runs + ``MAX_PROCESSES``", clamped to the hard limit.
+  Not protected: files, network; the address-space limit is set but macOS may not enforce it.
+- Windows: no ``resource`` limits and no process groups exist, so only the wall-clock limit (the
+  whole process tree is killed with ``taskkill /T``) and the output limits apply
+  (``NOT_PROTECTED_WINDOWS``); ``os.fork`` does not exist there, so the lab's fork bomb stops
+  with an AttributeError.  For the sandbox demonstrations use WSL or Binder.
+
+A limit the code depends on (CPU time, file size, processes) that the system refuses to set means
+the code is not run at all: exit code ``LIMIT_REFUSED`` and a message on stderr.
 """
 from __future__ import annotations
 
@@ -53,16 +65,51 @@ NOT_PROTECTED = (
     "code actions run WITHOUT a sandbox here (bubblewrap is not usable): the time, CPU, memory, "
     "process and output limits apply, but the code CAN read every file this user can read, "
     "CAN write outside its scratch folder, and CAN open network connections{detach}.")
+NOT_PROTECTED_MACOS = (
+    "code actions run WITHOUT a sandbox on macOS (bubblewrap is Linux-only): the time, CPU, "
+    "process, file-size and output limits apply, the memory limit is set but macOS may not "
+    "enforce it, and the code CAN read every file you can read, CAN write outside its scratch "
+    "folder and CAN open network connections{detach}. Run only code you would run yourself; for "
+    "the sandbox demonstrations use Binder or a Linux machine.")
+NOT_PROTECTED_WINDOWS = (
+    "code actions run WITHOUT a sandbox on Windows: only the time limit (the whole process tree is "
+    "killed) and the output limits apply; memory, CPU time, processes and file sizes are NOT "
+    "limited, and the code CAN read your files and CAN open network connections. Run only code "
+    "you would run yourself; for the sandbox demonstrations run the lab in WSL (Linux on Windows) "
+    "or on Binder.")
+LIMIT_REFUSED = 4                     # exit code: a required limit could not be set, code not run
+REQUIRED_LIMITS = ("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC")
+
+
+def platform_kind() -> str:
+    """``"linux"``, ``"macos"``, ``"windows"`` or ``"posix"`` (another Unix): what decides which
+    limits and which isolation a code action gets here."""
+    if os.name == "nt":
+        return "windows"
+    if sys.platform == "darwin":
+        return "macos"
+    if sys.platform.startswith("linux"):
+        return "linux"
+    return "posix"
 
 
 def _runner_source() -> str:
     """The program the fresh interpreter runs: set the limits on itself (it cannot raise them
-    again), run the prelude and the code in one namespace, print a short traceback on error."""
+    again; a required one that the system refuses stops it before the code runs), run the
+    prelude and the code in one namespace, print a short traceback on error."""
     return r'''
-import json, resource, sys, traceback
-limits = json.loads(sys.argv[1])
+import json, sys, traceback
+limits, required = json.loads(sys.argv[1])
+if limits:
+    import resource
 for name, value in limits.items():
-    resource.setrlimit(getattr(resource, name), (value, value))
+    try:
+        resource.setrlimit(getattr(resource, name), (value, value))
+    except (ValueError, OSError, AttributeError) as e:
+        if name in required:
+            sys.stderr.write(f"[the limit {name} = {value} could not be set here ({e}); "
+                             "the code was not run]\n")
+            sys.exit(4)
 prelude, code = open(sys.argv[2], encoding="utf-8").read(), open(sys.argv[3], encoding="utf-8").read()
 namespace = {"__name__": "__main__"}
 try:
@@ -131,7 +178,7 @@ CODE_ACTION_UIDS = UidLeases(60000, 60999)   # the grader's own runs use 61000-6
 
 
 def _take_uid():
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
+    if platform_kind() != "linux" or os.geteuid() != 0 or not shutil.which("setpriv"):
         return None
     return CODE_ACTION_UIDS.take()
 
@@ -224,7 +271,7 @@ def _bwrap(kit: Path) -> list:
 def bwrap_works() -> bool:
     """Can bubblewrap start the course's Python here?  (False inside a sandbox that forbids
     nesting, on macOS or Windows, or without user namespaces.)  Probed once per process."""
-    if not sys.platform.startswith("linux") or not shutil.which("bwrap"):
+    if platform_kind() != "linux" or not shutil.which("bwrap"):
         return False
     with tempfile.TemporaryDirectory(prefix="lreact-probe-") as kit:
         os.chmod(kit, 0o755)
@@ -241,15 +288,36 @@ def bwrap_works() -> bool:
 
 
 def isolation() -> str:
-    """What protects a code action on this machine, in one sentence."""
-    if bwrap_works():
+    """What protects a code action on this machine, in one plain sentence (module docstring)."""
+    kind = platform_kind()
+    if kind == "windows":
+        return NOT_PROTECTED_WINDOWS
+    if kind == "linux" and bwrap_works():
         return ("bubblewrap: no network, own process namespace, a read-only view of the system "
                 "and the Python installation only, a private scratch folder"
                 + (", its own unprivileged user id" if os.geteuid() == 0 else "")
                 + "; limits on time, CPU, memory, processes, file size and output")
-    detach = ("" if os.geteuid() == 0 and shutil.which("setpriv") else
-              ", and a process that detaches itself can outlive the time limit")
-    return NOT_PROTECTED.format(detach=detach)
+    if os.geteuid() == 0 and _take_uid_possible():
+        detach = ""
+    elif os.geteuid() == 0:
+        detach = (", and, run as root, the process limit does not hold (root is exempt): do not "
+                  "run the fork-bomb example here")
+    else:
+        detach = ", and a process that detaches itself can outlive the time limit"
+    return (NOT_PROTECTED_MACOS if kind == "macos" else NOT_PROTECTED).format(detach=detach)
+
+
+def _take_uid_possible() -> bool:
+    return platform_kind() == "linux" and os.geteuid() == 0 and bool(shutil.which("setpriv"))
+
+
+def fork_bomb_contained() -> bool:
+    """Would a code action that forks without end be stopped here?  Only where a process limit
+    holds: not on Windows (no process limit at all), not for root without a fresh user id (root
+    is exempt from RLIMIT_NPROC).  The lab's fork-bomb demonstration runs only when this is true."""
+    if platform_kind() == "windows":
+        return False
+    return os.geteuid() != 0 or _take_uid_possible()
 
 
 # --- output capture --------------------------------------------------------------------------
@@ -318,10 +386,8 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
     max_output = int(_check_number(max_output, "max_output", 0))
     if sandbox not in ("auto", "require", "off"):
         raise ValueError(f"sandbox must be 'auto', 'require' or 'off', not {sandbox!r}")
-    if os.name != "posix":
-        raise RuntimeError("run_python needs Linux or macOS (process limits and process groups); "
-                           "on Windows, run the lab in WSL or on Binder")
-    use_bwrap = sandbox != "off" and bwrap_works()
+    kind = platform_kind()
+    use_bwrap = sandbox != "off" and kind == "linux" and bwrap_works()
     if sandbox == "require" and not use_bwrap:
         raise RuntimeError("bubblewrap is not usable here and a sandbox was required")
 
@@ -333,21 +399,28 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
                            ("action.py", code)):
             (kit / name).write_text(text, encoding="utf-8")
             os.chmod(kit / name, 0o644)
-        limits = {"RLIMIT_AS": memory, "RLIMIT_CPU": int(math.ceil(timeout)) + 1,
-                  "RLIMIT_FSIZE": MAX_FILE_BYTES, "RLIMIT_CORE": 0,
-                  "RLIMIT_NPROC": _process_limit(uid, use_bwrap)}
+        limits = {} if kind == "windows" else {
+            "RLIMIT_AS": memory, "RLIMIT_CPU": int(math.ceil(timeout)) + 1,
+            "RLIMIT_FSIZE": MAX_FILE_BYTES, "RLIMIT_CORE": 0,
+            "RLIMIT_NPROC": _process_limit(uid, use_bwrap)}
         where = Path("/kit") if use_bwrap else kit
-        python = [sys.executable, "-I", str(where / "runner.py"), json.dumps(limits),
+        python = [sys.executable, "-I", str(where / "runner.py"),
+                  json.dumps([limits, list(REQUIRED_LIMITS)]),
                   str(where / "prelude.py"), str(where / "action.py")]
         cmd = (_bwrap(kit) if use_bwrap else []) + _drop(uid) + python
         home = INSIDE if use_bwrap else str(kit)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home,
                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+        if kind == "windows":        # Python does not start on Windows without these
+            env.update({k: os.environ[k] for k in ("SYSTEMROOT", "PATH", "TEMP", "TMP")
+                        if k in os.environ})
+            group = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+        else:
+            group = {"start_new_session": True}
         started = time.monotonic()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=str(kit), env=env,
-                                start_new_session=True)
+                                stderr=subprocess.PIPE, cwd=str(kit), env=env, **group)
         out, err = _Capture(proc.stdout, max_output), _Capture(proc.stderr, max_output, tail=True)
         out.start()
         err.start()
@@ -356,7 +429,7 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-        _kill_group(proc)
+        _kill_group(proc, kind)
         _kill_uid(uid)
         proc.wait()
         out.join(5)
@@ -365,6 +438,8 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
             pipe.close()
         exit_code = None if timed_out else proc.returncode
         stderr = err.text()
+        if exit_code == LIMIT_REFUSED and "the code was not run]" in stderr:
+            stderr += "\n" + isolation()
         if exit_code is not None and exit_code < 0:
             name = _signal_name(-exit_code)
             stderr += (f"\n[the process was killed by {name}"
@@ -372,7 +447,9 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
         return {"stdout": out.text(), "stderr": stderr, "exit_code": exit_code,
                 "timed_out": timed_out, "truncated": bool(out.dropped or err.dropped),
                 "seconds": round(time.monotonic() - started, 3),
-                "isolation": "bubblewrap" if use_bwrap else "limits only"}
+                "isolation": ("bubblewrap" if use_bwrap else
+                              "time and output limits only" if kind == "windows" else
+                              "limits only")}
     finally:
         _kill_uid(uid)
         _give_uid(uid)
@@ -380,29 +457,65 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
 
 
 def _process_limit(uid, use_bwrap) -> int:
-    """RLIMIT_NPROC counts every process of the real user: a fresh uid (root) or a user
-    namespace starts near zero; otherwise allow what this user already runs, plus the cap."""
+    """RLIMIT_NPROC counts every process of the real user (Linux and macOS alike): a fresh uid
+    (root) or a user namespace starts near zero; otherwise allow what this user already runs,
+    plus the cap, never above the hard limit (an unprivileged process cannot raise it; on macOS
+    it is bounded by ``kern.maxprocperuid``)."""
     if uid is not None:
         return MAX_PROCESSES
-    mine = 0
+    mine = _user_process_count()
+    limit = 4096 if mine is None else mine + MAX_PROCESSES
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    return limit
+
+
+def _user_process_count():
+    """How many processes this user runs now: from /proc on Linux, from ``ps`` elsewhere
+    (macOS); None if neither works."""
     me = str(os.getuid())
+    if platform_kind() == "linux" and Path("/proc").is_dir():
+        mine = 0
+        try:
+            for entry in Path("/proc").iterdir():
+                if entry.name.isdigit():
+                    try:
+                        status = (entry / "status").read_text()
+                    except OSError:
+                        continue
+                    for line in status.splitlines():
+                        if line.startswith("Uid:"):
+                            mine += line.split()[1] == me
+                            break
+            return mine
+        except OSError:
+            return None
     try:
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    status = (entry / "status").read_text()
-                except OSError:
-                    continue
-                for line in status.splitlines():
-                    if line.startswith("Uid:"):
-                        mine += line.split()[1] == me
-                        break
-    except OSError:
-        return 4096
-    return mine + MAX_PROCESSES
+        done = subprocess.run(["ps", "-U", me, "-o", "pid="], capture_output=True, text=True,
+                              timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return sum(1 for line in done.stdout.splitlines() if line.strip())
 
 
-def _kill_group(proc) -> None:
+def _kill_group(proc, kind="linux") -> None:
+    """Kill the code action's whole process tree: its process group (POSIX), or the tree under
+    it with ``taskkill /T`` (Windows)."""
+    if kind == "windows":
+        try:
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True,
+                           timeout=10, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            pass
+        try:
+            proc.kill()
+        except OSError:
+            pass
+        return
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -4,7 +4,8 @@ The lab's test cells import these *inside each cell* (like ``lreact.checks``).  
 student's history into plain tuples of plain ``str`` before comparing (never an object's own
 ``__eq__``), check what a ``ScriptedLLM`` received on each call (the whole history re-sent, the
 tools advertised every time), check the pairing of calls and results independently of the
-student's ``check_pairing``, and give a chi-square statistic for seeded draws.
+student's ``check_pairing``, and check the frequencies of seeded draws against exact binomial
+bounds.
 Nothing here prints or warns.  Lecture: Part II "The execution loop", Part IV "Message types: what the loop stores".
 """
 from __future__ import annotations
@@ -14,10 +15,9 @@ import math
 
 from .messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
 
-# Upper 0.1 % quantiles of the chi-square distribution by degrees of freedom: a correct sampler
-# exceeds them once in a thousand seeds, a wrong one by far.
-CHI2_999 = {1: 10.828, 2: 13.816, 3: 16.266, 4: 18.467, 5: 20.515, 6: 22.458, 7: 24.322,
-            8: 26.124, 9: 27.877, 10: 29.588}
+# Each frequency check fails a correct sampler with probability at most ALPHA, whatever way it
+# draws: every token's count is compared with exact binomial bounds (union bound over tokens).
+ALPHA = 1e-9
 
 
 def _fail(message: str, hint: str):
@@ -136,24 +136,6 @@ def repeat(fn, n: int, *args, **kwargs) -> list:
     return values
 
 
-def chi_square(counts, probs) -> tuple:
-    """``(statistic, degrees of freedom)`` of observed ``counts`` against ``probs``;
-    a draw of a zero-probability token gives an infinite statistic."""
-    counts = [int(c) for c in counts]
-    probs = [float(p) for p in probs]
-    n = sum(counts)
-    stat, df = 0.0, -1
-    for c, p in zip(counts, probs):
-        if p <= 0:
-            if c:
-                return math.inf, max(df, 1)
-            continue
-        e = n * p
-        stat += (c - e) ** 2 / e
-        df += 1
-    return stat, max(df, 1)
-
-
 def token_index(token, n: int, *, name="sample_token", hint="") -> int:
     """``token`` as an int, if it is a token index in ``0..n-1`` (a Python or numpy integer,
     not a bool, a float or a string); otherwise an AssertionError that says what came back.
@@ -167,17 +149,68 @@ def token_index(token, n: int, *, name="sample_token", hint="") -> int:
     return int(token)
 
 
-def assert_frequencies(counts, probs, *, name="the sampled frequencies", hint=""):
-    """Observed ``counts`` are consistent with ``probs`` (chi-square at the 0.1 % level)."""
-    stat, df = chi_square(counts, probs)
-    if df > max(CHI2_999):
-        _fail(f"{name}: too many categories for this check ({df + 1})", hint)
-    if not stat <= CHI2_999[df]:
-        if math.isinf(stat):
-            _fail(f"{name}: a token of probability 0 was drawn", hint)
-        _fail(f"{name} do not follow the distribution (chi-square {stat:.1f} with {df} degrees "
-              "of freedom)", hint)
+def binomial_bounds(n: int, p: float, tail: float) -> tuple:
+    """``(lo, hi, mass)`` for X ~ Binomial(n, p): the widest ``lo``, ``hi`` with P(X < lo) <= tail
+    and P(X > hi) <= tail, and ``mass`` = P(X < lo) + P(X > hi), computed exactly (in floats)."""
+    n, p = int(n), float(p)
+    if p <= 0 or p >= 1:
+        return (0, 0, 0.0) if p <= 0 else (n, n, 0.0)
+    head = math.lgamma(n + 1)
+    lp, lq = math.log(p), math.log1p(-p)
 
+    def log_pmf(k):
+        return head - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq
+
+    def first_nonzero(k):     # the terms beyond it are 0.0 in floats (log pmf < -745)
+        mode = min(n, int((n + 1) * p))
+        a, b = k, mode                 # log pmf is monotone between k and the mode
+        while abs(b - a) > 1:
+            m = (a + b) // 2
+            a, b = (m, b) if log_pmf(m) < -745 else (a, m)
+        return a if log_pmf(a) >= -745 else b
+
+    lo, below = first_nonzero(0), 0.0
+    while lo <= n and below + (term := math.exp(log_pmf(lo))) <= tail:
+        below += term
+        lo += 1
+    hi, above = first_nonzero(n), 0.0
+    while hi >= 0 and above + (term := math.exp(log_pmf(hi))) <= tail:
+        above += term
+        hi -= 1
+    return lo, hi, below + above
+
+
+def _tail(probs, alpha):
+    inside = sum(1 for p in probs if 0 < p < 1)
+    return alpha / (2 * max(inside, 1))
+
+
+def failure_bound(n: int, probs, alpha: float = ALPHA) -> float:
+    """The probability that ``assert_frequencies`` fails a correct sampler on ``n`` draws from
+    ``probs`` is at most this sum of tail masses (<= ``alpha``)."""
+    probs = [float(p) for p in probs]
+    tail = _tail(probs, alpha)
+    return sum(binomial_bounds(n, p, tail)[2] for p in probs)
+
+
+def assert_frequencies(counts, probs, *, name="the sampled frequencies", hint="", alpha=ALPHA):
+    """Observed ``counts`` are consistent with ``probs``: a token of probability 0 never comes out,
+    and each other token's count lies within exact binomial bounds, so that a correct sampler, however
+    it draws, fails with probability at most ``alpha`` (``failure_bound``)."""
+    counts = [int(c) for c in counts]
+    probs = [float(p) for p in probs]
+    if len(counts) != len(probs):
+        _fail(f"{name}: {len(counts)} counts for {len(probs)} probabilities", hint)
+    n, tail = sum(counts), _tail(probs, alpha)
+    for i, (c, p) in enumerate(zip(counts, probs)):
+        if p <= 0 and c:
+            _fail(f"{name}: token {i}, of probability 0, was drawn {c} times", hint)
+    for i, (c, p) in enumerate(zip(counts, probs)):
+        lo, hi, _ = binomial_bounds(n, p, tail)
+        if not lo <= c <= hi:
+            _fail(f"{name} do not follow the distribution: token {i} (probability {p:.4g}) came "
+                  f"out {c} times in {n} draws; a correct sampler gives {lo} to {hi} times (outside "
+                  f"that range with probability below {alpha:g})", hint)
 
 
 # --- reference implementations for the lab's tests and demo cells ------------------------------

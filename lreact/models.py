@@ -181,7 +181,8 @@ class OllamaLLM:
     # -- text only: structured outputs, raw completion --------------------------------------
     def chat_text(self, messages, *, json_schema=None) -> str:
         """The text of one reply to ``messages`` (no tools).  With ``json_schema`` (a dict) the
-        server constrains decoding to it (Ollama's ``format``: structured outputs)."""
+        server constrains decoding to it (Ollama's ``format``: structured outputs).  ``format``
+        constrains the reply *text*, not native tool calls, so it is used here without tools."""
         _check_history(messages, None)
         extra = {"format": json_schema} if json_schema is not None else {}
         return self.chat_raw(messages_to_wire(messages), **extra)["message"].get("content") or ""

@@ -2,6 +2,12 @@
 
 These are the lecture's formulas in numpy.  The widgets use them; the lab asks the student to
 write the same functions with the same contract (``lab/lecture-ReAct-lab.ipynb``, Part A).
+
+Order: temperature first, then softmax, top-k, top-p and the draw (Part I, "Order when
+combined"), as Hugging Face Transformers and vLLM do and as Ollama's own Go sampler did up to
+v0.29.  llama.cpp's default sampler chain applies temperature *last* (after top-k, top-p and
+min-p), and Ollama since v0.30 runs its models on llama-server with that default; there the
+nucleus is chosen on the T = 1 distribution.
 """
 from __future__ import annotations
 

@@ -147,7 +147,7 @@ def _read_probe(report, answer, ids, timeout, seconds):
         calls = message.get("tool_calls") or []
         text = message.get("content") or ""
     except (TypeError, KeyError, IndexError, AttributeError):
-        say(f"✗ The engine answered HTTP 200 without a message (no choices[0].message): a "
+        say("✗ The engine answered HTTP 200 without a message (no choices[0].message): a "
             "server fault. Restart it.")
         return
     report.tools_supported = True

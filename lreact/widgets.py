@@ -2,6 +2,8 @@
 
 - ``temperature_explorer()``         Part I, "Temperature scaling"
 - ``truncation_explorer()``          Part I, "Truncated sampling: top-k and top-p"
+  (both also on a real model's distribution: the source "real model: your prompt",
+  ``lreact.next_token``)
 - ``constrained_decoding_stepper()`` Part I, "Constrained decoding"
 - ``context_budget_explorer()``      Part IV, "A Concrete Trace" and "The context budget"
 - ``sampling_explorer(tokens, logits)`` and ``qwen_logprobs_explorer()``  Part I with a real
@@ -19,27 +21,43 @@ import numpy as np
 from . import grammar
 from .canvas import Blitter, image_widget, new_figure, png
 from .examples import DISTRIBUTIONS
+from .next_token import DEFAULT_PROMPT, REAL, RealSource, RealTemperaturePlot, RealTruncationPlot
 from .figures import (TemperaturePlot, budget_bars, constrained_panel, sampling_panel,
                       truncation_figure)
 from .traces import CONTEXT_WINDOW, TRACES, context_segments, message_label, model_calls
 
+EXAMPLES = "examples: peaked and flat"
 
-def temperature_explorer(distribution: str = "weather (20 tokens)", T: float = 1.0):
+
+def temperature_explorer(distribution: str = "weather (20 tokens)", T: float = 1.0,
+                         prompt: str = DEFAULT_PROMPT):
     """A T slider (0 to 5) over a next-token distribution; bars, entropy and the argmax update.
-    T = 0 shows the one-hot argmax (what temperature=0.0 does)."""
+    T = 0 shows the one-hot argmax (what temperature=0.0 does).  The source "real model: your
+    prompt" asks the configured model once for the token after ``prompt`` (``lreact.next_token``);
+    without a model the status line says so and the example stays."""
     import ipywidgets as w
 
-    choose = w.Dropdown(options=list(DISTRIBUTIONS), value=distribution, description="tokens")
+    choose = w.Dropdown(options=[*DISTRIBUTIONS, REAL], value=distribution, description="tokens")
     slider = w.FloatSlider(value=T, min=0.0, max=5.0, step=0.05, description="T",
                            continuous_update=True, readout_format=".2f")
     slider.add_class("lreact-temperature-slider")
     image = image_widget(7.5)
-    state = {}
+    real = RealSource(prompt)
+    state = {"example": distribution if distribution != REAL else "weather (20 tokens)"}
 
     def build(*_):
-        fig = new_figure(7.5, 4.0)
+        real.show(choose.value == REAL)
+        dist = real.distribution() if choose.value == REAL else None
+        if choose.value == REAL and dist is None:
+            choose.value = state["example"]      # observed: builds the example again
+            return
+        fig = new_figure(7.5, 4.3 if dist else 4.0)
         ax = fig.add_subplot()
-        plot = TemperaturePlot(ax, DISTRIBUTIONS[choose.value], slider.value)
+        if dist is None:
+            state["example"] = choose.value
+            plot = TemperaturePlot(ax, DISTRIBUTIONS[choose.value], slider.value)
+        else:
+            plot = RealTemperaturePlot(ax, dist, slider.value)
         fig.tight_layout()
         state["plot"], state["blit"] = plot, Blitter(fig, plot.changing_artists())
         image.value = state["blit"].png()
@@ -50,28 +68,57 @@ def temperature_explorer(distribution: str = "weather (20 tokens)", T: float = 1
 
     build()
     choose.observe(build, "value")
+    real.button.on_click(build)
+    real.text.observe(build, "value")
     slider.observe(redraw, "value")
-    box = w.VBox([w.HBox([choose, slider]), image])
+    box = w.VBox([w.HBox([choose, slider]), real.box, image])
     box.add_class("lreact-temperature")
     return box
 
 
-def truncation_explorer(k: int = 5, p: float = 0.9, T: float = 1.0):
-    """top-k and top-p side by side on a peaked and a flat distribution; temperature first."""
+def truncation_explorer(k: int = 5, p: float = 0.9, T: float = 1.0, source: str = EXAMPLES,
+                        prompt: str = DEFAULT_PROMPT):
+    """top-k and top-p side by side on a peaked and a flat distribution; temperature first.
+    The source "real model: your prompt" shows them on the configured model's distribution
+    of the token after ``prompt`` (asked once per prompt; the rest of the vocabulary is one bar)."""
     import ipywidgets as w
 
+    choose = w.Dropdown(options=[EXAMPLES, REAL], value=source, description="source")
     ks = w.IntSlider(value=k, min=1, max=20, description="top-k k")
     ps = w.FloatSlider(value=p, min=0.05, max=1.0, step=0.01, description="top-p p")
     ts = w.FloatSlider(value=T, min=0.05, max=5.0, step=0.05, description="T (first)")
     image = image_widget(11)
+    real = RealSource(prompt)
+    state = {}
+
+    def build(*_):
+        real.show(choose.value == REAL)
+        dist = real.distribution() if choose.value == REAL else None
+        if choose.value == REAL and dist is None:
+            choose.value = EXAMPLES
+            return
+        state["plot"] = state["blit"] = None
+        if dist is not None:
+            fig = new_figure(11, 4.6)
+            state["plot"] = RealTruncationPlot(fig, dist, ts.value, ks.value, ps.value)
+            fig.tight_layout()
+            state["blit"] = Blitter(fig, state["plot"].changing_artists())
+        redraw()
 
     def redraw(*_):
-        image.value = png(truncation_figure(ks.value, ps.value, ts.value))
+        if state["plot"] is None:
+            image.value = png(truncation_figure(ks.value, ps.value, ts.value))
+        else:
+            state["plot"].update(ts.value, ks.value, ps.value)
+            image.value = state["blit"].png()
 
-    redraw()
+    build()
+    choose.observe(build, "value")
+    real.button.on_click(build)
+    real.text.observe(build, "value")
     for s in (ks, ps, ts):
         s.observe(redraw, "value")
-    box = w.VBox([w.HBox([ts, ks, ps]), image])
+    box = w.VBox([w.HBox([choose]), real.box, w.HBox([ts, ks, ps]), image])
     box.add_class("lreact-truncation")
     return box
 

@@ -2,7 +2,6 @@
 import html
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat

@@ -98,3 +98,26 @@ def test_honest_exercises_with_numpy_typed_answers_score_full_marks(state):
         "p_invalid = np.complex128(0.6)\n"))
     r = grade_notebook(aid, nb, timeout=60, state=state)
     assert r.total == r.possible and r.failure is None, r.errors
+
+
+def test_honest_exercises_with_fraction_and_decimal_answers_score_full_marks(state):
+    # a correct number is a correct number: the visible check accepts Fractions and Decimals
+    # (numpy converts them), so they cross to the tests as floats (before: "a Fraction object is
+    # not plain data", 0 points for a right answer)
+    aid = "lecture-ReAct-exercises"
+    nb = replace_cell(load(paths.source_path(aid)), "ex01_softmax", (
+        "from fractions import Fraction\n"
+        "from decimal import Decimal\n"
+        "softmax_answer = [Fraction(609, 1000), Fraction(224, 1000), Fraction(136, 1000),"
+        " Fraction(30, 1000)]\n"
+        "softmax_shifted = [Decimal('0.609'), Decimal('0.224'), Decimal('0.136'),"
+        " Decimal('0.030')]\n"))
+    nb = replace_cell(nb, "ex05_nucleus_flat", (
+        "from fractions import Fraction\n"
+        "from decimal import Decimal\n"
+        "flat_nucleus_size = Decimal(6)\n"
+        "flat_topp_probs = (Decimal('0.232'), Fraction(211, 1000), 0.189, 0.158, 0.126, 0.084,"
+        " Decimal(0))\n"
+        "flat_topk_mass = Fraction(42, 100)\n"))
+    r = grade_notebook(aid, nb, timeout=60, state=state)
+    assert r.total == r.possible and r.failure is None, r.errors

@@ -1,7 +1,6 @@
 """`python -m autograder release`: idempotent, byte-reproducible, keeps cell ids, --check."""
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest

@@ -179,9 +179,10 @@ def jupyterlab(config_path=None, serve=("lectures",)):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def lab():
-    """(base URL, playwright Browser): one JupyterLab and one headless Chromium for the module."""
+@contextmanager
+def lab_and_browser():
+    """(base URL, playwright Browser): a JupyterLab started for the caller (its kernels inherit
+    this process's environment) and one headless Chromium; skips, saying why, without them."""
     if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
         _require_or_skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
     try:
@@ -195,6 +196,13 @@ def lab():
             yield url, browser
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """(base URL, playwright Browser): one JupyterLab and one headless Chromium for the module."""
+    with lab_and_browser() as both:
+        yield both
 
 
 @contextmanager

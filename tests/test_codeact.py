@@ -203,3 +203,82 @@ def test_uid_leases_never_give_one_uid_to_two_holders(tmp_path):
     assert b.take() == 64991
     b.give(64991)
     assert a.take() == 64991
+
+
+# --- other platforms (issue 19 §3): a plain message and a result, never an exception ---------
+def test_platform_kind_follows_os_name_and_sys_platform(monkeypatch):
+    monkeypatch.setattr(codeact.sys, "platform", "darwin")
+    assert codeact.platform_kind() == "macos"
+    monkeypatch.setattr(codeact.sys, "platform", "linux")
+    assert codeact.platform_kind() == "linux"
+    monkeypatch.setattr(codeact.os, "name", "nt")
+    assert codeact.platform_kind() == "windows"
+
+
+def test_on_windows_a_code_action_runs_with_the_time_and_output_limits_and_says_so(monkeypatch):
+    # Windows has no resource limits and no process groups: run_python used to raise there, so
+    # Exercise 11 and lab 2 D.3 crashed; now it runs with what can be protected and says what not
+    monkeypatch.setattr(codeact, "platform_kind", lambda: "windows")
+    killed = []
+    real_kill = codeact._kill_group
+    monkeypatch.setattr(codeact, "_kill_group", lambda proc, kind: (killed.append(kind),
+                                                                      real_kill(proc, kind)))
+    r = run_python("print(6 * 7)", timeout=10)
+    assert (r["stdout"], r["exit_code"], r["isolation"]) == ("42\n", 0, "time and output limits only")
+    r = run_python("while True: pass", timeout=1)
+    assert r["timed_out"] and killed[-1] == "windows"
+    text = codeact.isolation()
+    assert text == codeact.NOT_PROTECTED_WINDOWS
+    assert "NOT limited" in text and "WSL" in text and "Binder" in text
+
+
+def test_exercise_11_is_checked_on_windows_instead_of_raising(monkeypatch):
+    from lreact.checks import run_code_action
+    monkeypatch.setattr(codeact, "platform_kind", lambda: "windows")
+    code = ("temps = {c: float(get_weather(c).split('°')[0]) for c in ['Berlin', 'Paris', 'Madrid']}\n"
+            "answer = max(temps, key=temps.get)")
+    calls, answer = run_code_action(code, {"Berlin": "12°C, rainy", "Paris": "15°C, cloudy",
+                                           "Madrid": "24°C, sunny"})
+    assert (calls, answer) == (["Berlin", "Paris", "Madrid"], "Madrid")
+
+
+def test_on_macos_the_process_limit_is_counted_with_ps_and_never_above_the_hard_limit(monkeypatch):
+    # macOS: no /proc, so the processes of the user are counted with ps; an unprivileged process
+    # cannot raise RLIMIT_NPROC's hard limit (kern.maxprocperuid), so the cap is clamped to it
+    import resource
+    monkeypatch.setattr(codeact, "platform_kind", lambda: "macos")
+    counted = codeact._user_process_count()
+    assert isinstance(counted, int) and counted >= 1
+    assert codeact._process_limit(None, False) <= counted + codeact.MAX_PROCESSES + 5
+    real = resource.getrlimit
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (
+        (50, 60) if which == resource.RLIMIT_NPROC else real(which)))
+    assert codeact._process_limit(None, False) == 60
+    assert codeact._take_uid() is None          # no setpriv, no uid leases: not Linux
+    r = run_python("print('ok')", timeout=10)
+    assert (r["stdout"], r["isolation"]) == ("ok\n", "limits only")
+    text = codeact.isolation()
+    assert text.startswith("code actions run WITHOUT a sandbox on macOS") and "CAN read" in text
+
+
+def test_a_required_limit_the_system_refuses_means_the_code_is_not_run(monkeypatch):
+    # the old macOS failure: a process limit above the hard limit made every run crash in the
+    # runner; now the code does not run at all and the caller is told why
+    monkeypatch.setattr(codeact, "_process_limit", lambda uid, use_bwrap: -7)
+    r = run_python("print('ran')", timeout=10, sandbox="off")
+    assert r["exit_code"] == codeact.LIMIT_REFUSED and r["stdout"] == ""
+    assert "RLIMIT_NPROC" in r["stderr"] and "the code was not run" in r["stderr"]
+
+
+def test_the_fork_bomb_demo_is_only_allowed_where_a_process_limit_holds(monkeypatch):
+    monkeypatch.setattr(codeact, "platform_kind", lambda: "windows")
+    assert codeact.fork_bomb_contained() is False
+    monkeypatch.setattr(codeact, "platform_kind", lambda: "macos")
+    monkeypatch.setattr(codeact.os, "geteuid", lambda: 501)
+    assert codeact.fork_bomb_contained() is True           # RLIMIT_NPROC binds a normal user
+    monkeypatch.setattr(codeact.os, "geteuid", lambda: 0)
+    assert codeact.fork_bomb_contained() is False          # root is exempt, no fresh uid on macOS
+    assert "do not run the fork-bomb example" in codeact.isolation()
+    monkeypatch.setattr(codeact, "platform_kind", lambda: "linux")
+    monkeypatch.setattr(codeact.shutil, "which", lambda name: "/usr/bin/" + name)
+    assert codeact.fork_bomb_contained() is True           # root hands each run a fresh uid

@@ -1,13 +1,20 @@
 """The pen-and-paper exercises (solutions/lecture-ReAct-exercises/): structure and grading proofs.
 
-Fast checks read the source notebook and the catalogue of wrong answers; the ``slow`` ones grade
-with ``autograder.engine``: the source earns every autograded point, the released stubs earn
-none, every catalogued wrong answer loses marks on its own tests, and answer cells that shadow
+Fast checks read the source notebook and the catalogue of wrong answers, and run the cells in this
+process: each answer with parts earns its points per part (``LOSES``: exactly the test cells each
+wrong answer costs, the carry-forward of Exercise 6(b) included), and each test cell's visible
+check (``lreact.answercheck``: right or "not yet", from an answer key of salted digests made by
+``python -m lreact.answercheck`` from the hidden tests) agrees with its hidden test on the
+solution, on right answers in other forms and on every catalogued wrong answer.  The ``slow`` ones
+grade with ``autograder.engine``: the source earns every autograded point, the released stubs earn
+none, every catalogued wrong answer loses exactly its ``LOSES`` cells, and answer cells that shadow
 builtins or patch jsonschema gain nothing.
 """
+import contextlib
+import io
 import json
+import warnings
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -188,6 +195,163 @@ def test_validation_answers_agree_with_jsonschema_and_the_course_tools():
     assert ns["first_failed_check"] == {k: first_failed(*v) for k, v in calls.items()}
 
 
+# --- points per part and the visible checks (run in this process) ----------------------------
+
+# Autograded points per exercise (each heading states them) and what each catalogued wrong answer
+# must cost: exactly these test cells, so a wrong part loses only its own part's points.
+POINTS = {"ex01": 3, "ex03": 3, "ex04": 5, "ex05": 3, "ex06": 3, "ex07": 3, "ex09": 3, "ex10": 4,
+          "ex11": 4, "ex12": 4, "ex13": 5, "ex14": 3}
+LOSES = {
+    "ex01_softmax__logits_over_sum": {"test_ex01_softmax", "test_ex01_softmax__shift"},
+    "ex01_softmax__no_renormalise": {"test_ex01_softmax", "test_ex01_softmax__shift"},
+    "ex01_softmax__shift_flattens": {"test_ex01_softmax__shift"},
+    "ex03_temperature__hot_multiplied_by_T": {"test_ex03_temperature__hot"},
+    "ex03_temperature__multiplied_by_T": {"test_ex03_temperature", "test_ex03_temperature__hot",
+                                          "test_ex03_temperature__ratio",
+                                          "test_ex03_temperature__ratio_hot"},
+    "ex03_temperature__ratio_hot_without_T": {"test_ex03_temperature__ratio_hot"},
+    "ex03_temperature__ratio_of_logits": {"test_ex03_temperature__ratio",
+                                          "test_ex03_temperature__ratio_hot"},
+    "ex04_truncation__not_renormalised": {"test_ex04_truncation__topk_probs",
+                                          "test_ex04_truncation__topp_probs"},
+    "ex04_truncation__nucleus_size_below_p": {"test_ex04_truncation__nucleus_size"},
+    "ex04_truncation__topp_drops_crossing": {"test_ex04_truncation__topp",
+                                             "test_ex04_truncation__topp_probs",
+                                             "test_ex04_truncation__nucleus_size"},
+    "ex05_nucleus_flat__drops_crossing": {"test_ex05_nucleus_flat", "test_ex05_nucleus_flat__probs"},
+    "ex05_nucleus_flat__size_without_crossing_token": {"test_ex05_nucleus_flat"},
+    "ex05_nucleus_flat__topk_mass_after_renormalising": {"test_ex05_nucleus_flat__topk_mass"},
+    "ex06_order__size_of_the_other_order": {"test_ex06_order__size"},
+    "ex06_order__temperature_on_probabilities": {"test_ex06_order__values",
+                                                 "test_ex06_order__size"},
+    # credit carried forward: (b) worked out consistently after a wrong (a) keeps its 2 points
+    "ex06_order__truncation_first": {"test_ex06_order"},
+    "ex06_order__truncation_first_values_in_other_order": {"test_ex06_order",
+                                                           "test_ex06_order__values",
+                                                           "test_ex06_order__size"},
+    "ex07_constrained__invalid_is_the_kept_mass": {"test_ex07_constrained__invalid"},
+    "ex07_constrained__key_allowed": {"test_ex07_constrained", "test_ex07_constrained__renormalised",
+                                      "test_ex07_constrained__invalid"},
+    "ex07_constrained__not_renormalised": {"test_ex07_constrained__renormalised"},
+    "ex09_cot_or_react__clock_arithmetic_as_tool": {"test_ex09_cot_or_react__c"},
+    "ex09_cot_or_react__recalled_rate": {"test_ex09_cot_or_react__e"},
+    "ex10_trajectory__c3_includes_thought": {"test_ex10_trajectory__context"},
+    "ex10_trajectory__finish_as_thought": {"test_ex10_trajectory", "test_ex10_trajectory__thoughts"},
+    "ex10_trajectory__no_prefix": {"test_ex10_trajectory__context"},
+    "ex11_code_action__code_run_has_one_call": {"test_ex11_code_action__calls_code"},
+    "ex11_code_action__compares_strings": {"test_ex11_code_action"},
+    "ex11_code_action__hard_coded": {"test_ex11_code_action"},
+    "ex11_code_action__no_answer_call": {"test_ex11_code_action__calls",
+                                         "test_ex11_code_action__calls_code"},
+    "ex12_context_budget__history_only": {"test_ex12_context_budget",
+                                          "test_ex12_context_budget__prefix",
+                                          "test_ex12_context_budget__overflow"},
+    "ex12_context_budget__last_turn_that_fits": {"test_ex12_context_budget__overflow"},
+    "ex12_context_budget__summed_once": {"test_ex12_context_budget",
+                                         "test_ex12_context_budget__prefix"},
+    "ex12_context_budget__total_is_last_turn_times_ten": {"test_ex12_context_budget"},
+    "ex13_tool_schema__amount_integer": {"test_ex13_tool_schema", "test_ex13_tool_schema__bad_calls"},
+    "ex13_tool_schema__extra_allowed": {"test_ex13_tool_schema__bad_calls"},
+    "ex13_tool_schema__no_enum": {"test_ex13_tool_schema__bad_calls"},
+    "ex13_tool_schema__no_minimum": {"test_ex13_tool_schema__bad_calls"},
+    "ex13_tool_schema__nothing_required": {"test_ex13_tool_schema__bad_calls"},
+    "ex14_validation__execution_is_validation": {"test_ex14_validation__c6"},
+    "ex14_validation__name_before_json": {"test_ex14_validation__c7"},
+}
+# checked by running the answer (code, a schema) on cases the cell shows, not by an answer key
+BEHAVIOURAL = {"test_ex11_code_action", "test_ex13_tool_schema", "test_ex13_tool_schema__bad_calls"}
+
+
+def _visible(source):
+    return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", source, flags=re.S)
+
+
+def _fails(source, namespace, label):
+    """None when ``source`` runs to its end in a copy of ``namespace``, else its first line."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(source, label, "exec"), dict(namespace))  # noqa: S102 - our notebook
+    except Exception as e:  # noqa: BLE001 - a failing test cell is what we look for
+        return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def solved(nb):
+    """The namespace after every answer cell of the source ran (the tests leave it unchanged)."""
+    namespace = {"__name__": "__main__"}
+    for c in nb.cells:
+        if c.cell_type == "code" and not meta(c).get("grade"):
+            assert _fails(c.source, namespace, c.id) is None, c.id
+            exec(c.source, namespace)  # noqa: S102 - our own solution cells
+    return namespace
+
+
+def _verdicts(nb, namespace, test_cells):
+    """{test id: (visible part's failure, whole cell's failure)} with the answers in namespace."""
+    return {t.id: (_fails(_visible(t.source), namespace, t.id), _fails(t.source, namespace, t.id))
+            for t in test_cells}
+
+
+def test_each_exercise_keeps_its_points_and_the_heading_states_them(nb):
+    got = {}
+    for c in nb.cells:
+        if meta(c).get("grade") and not meta(c).get("solution"):
+            got[c.id[5:9]] = got.get(c.id[5:9], 0) + meta(c)["points"]
+    assert got == POINTS
+    for number, points in POINTS.items():
+        heading = next(c.source for c in nb.cells if c.id == f"{number}_question")
+        assert f"({points} points" in heading.splitlines()[0], heading.splitlines()[0]
+
+
+def test_answer_keys_are_made_from_the_hidden_tests_and_current(nb):
+    """Every ``_key`` block is what ``python -m lreact.answercheck`` writes from the hidden tests
+    run on the solutions (never typed by hand); every test cell but the behavioural ones has one,
+    and its visible part calls ``check`` for it."""
+    from lreact.answercheck import answer_keys, key_block
+    keys = answer_keys(nb)
+    tests = [c for c in nb.cells if meta(c).get("grade") and not meta(c).get("solution")]
+    assert set(keys) == {t.id for t in tests} - BEHAVIOURAL
+    for t in tests:
+        if t.id in keys:
+            assert keys[t.id] and key_block(keys[t.id]) in _visible(t.source), (
+                f"{t.id}: stale answer key; run python -m lreact.answercheck")
+            assert "check(" in _visible(t.source), t.id
+
+
+def test_every_visible_check_agrees_with_its_hidden_test_on_the_solution(nb, solved):
+    tests = [c for c in nb.cells if meta(c).get("grade") and not meta(c).get("solution")]
+    verdicts = _verdicts(nb, solved, tests)
+    assert {t: v for t, v in verdicts.items() if v != (None, None)} == {}
+
+
+def test_wrong_parts_lose_only_their_own_points_and_visible_checks_agree(nb, solved):
+    """For every catalogue entry: the cells that fail are exactly ``LOSES[entry]`` and each of its
+    test cells' visible part says "not yet" exactly when the whole cell (hidden tests) fails."""
+    entries = {f.stem: f for f in catalogue()}
+    assert set(entries) == set(LOSES)
+    for stem, f in entries.items():
+        gid = stem.split("__")[0]
+        namespace = dict(solved)
+        exec(f.read_text(), namespace)  # noqa: S102 - the catalogue's own cells
+        verdicts = _verdicts(nb, namespace, grading_cells(nb, gid))
+        assert {t for t, (_, whole) in verdicts.items() if whole} == LOSES[stem], stem
+        disagree = {t: v for t, v in verdicts.items() if bool(v[0]) != bool(v[1])}
+        assert disagree == {}, f"{stem}: visible check and hidden test disagree: {disagree}"
+
+
+def test_right_answers_in_other_forms_pass_every_visible_check(nb, solved):
+    """The visible checks never say "not yet" to an answer the hidden tests accept."""
+    namespace = dict(solved)
+    for src in OTHER_FORMS.values():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(src, namespace)  # noqa: S102 - our own fixtures
+    tests = [c for c in nb.cells if meta(c).get("grade") and not meta(c).get("solution")]
+    assert {t: v for t, v in _verdicts(nb, namespace, tests).items() if v != (None, None)} == {}
+
+
 # --- grading proofs (execute the notebook) --------------------------------------------------
 
 def _grade(nb):
@@ -236,6 +400,7 @@ def test_every_catalogued_wrong_answer_loses_marks_on_its_own_tests(round_):
         assert own, f.name
         assert sum(a for a, _ in own.values()) < sum(p for _, p in own.values()), \
             f"{f.name} keeps all its marks"
+        assert {t for t, (a, p) in own.items() if a < p} == LOSES[f.stem], f.name
 
 
 SHADOWED = ["sum", "sorted", "set", "enumerate", "len", "max", "min", "all", "any", "isinstance",
@@ -300,10 +465,9 @@ warnings.warn("a stray warning from the student's own cell")
 z = np.array([2.0, 1.0, 0.5, -1.0])
 softmax_answer = np.exp(z) / np.exp(z).sum()
 softmax_shifted = tuple(softmax_answer)''',
-"ex03_temperature": '''import math
-p_cold = (0.8668, 0.1173, 0.0159)
+"ex03_temperature": '''p_cold = (0.8668, 0.1173, 0.0159)
 p_hot = [0.5065, 0.3072, 0.1863]
-ratio_cold = math.e ** 2
+ratio_cold = round(0.867 / 0.117, 3)      # from (a)'s 3-decimal values: 7.410 (exact e^2 = 7.389)
 ratio_hot = "1.649"''',
 "ex04_truncation": '''topk_tokens = {"cloudy", "rainy"}
 topk_probs = (4/7, 3/7, 0, 0, 0)
@@ -312,14 +476,14 @@ topp_probs = [0.4/0.95, 0.3/0.95, 0.25/0.95, 0, 0]
 nucleus_size = 3.0''',
 "ex05_nucleus_flat": '''import numpy as np
 P = np.array([0.22, 0.20, 0.18, 0.15, 0.12, 0.08, 0.05]); P[-1] = 0
-flat_topp_probs = P / P.sum()
+flat_topp_probs = P / P.sum() + 0.0019   # every entry just inside the tolerance, sum 1.0133
 flat_nucleus_size = np.int64(6)
 flat_topk_mass = np.float32(0.42)''',
 "ex06_order": '''applied_first = " Temperature "
 order_probs = [0.3412, 0.2955, 0.2698, 0.0935, 0]
 order_nucleus_size = 4''',
 "ex07_constrained": '''allowed_tokens = ["get_weather", "calculate"]
-p_constrained = [3/4, 1/4] + [0.0] * 6
+p_constrained = [0.75, 0.25, -0.001, 0, 0, 0, 0, 0.001]   # an exact 0 within the tolerance
 p_invalid = 1 - 0.4''',
 "ex09_cot_or_react": '''cot_or_react = {"a": "cot", "b": "REACT", "c": "CoT ", "d": "ReAct", "e": "ReAct", "f": "CoT"}''',
 "ex10_trajectory": '''action_lines = ("L8", "L5", "L3")

@@ -82,11 +82,20 @@ def test_the_introduction_states_the_points_of_the_metadata(nb):
 
 
 def test_the_introduction_says_how_to_work_without_a_server(nb):
-    title = next(c for c in nb.cells if c.id == "lab2-title").source
-    for needed in ("validate_tool_call", "execute_tool_call", "run_agent",
-                   "ReferenceUnavailable", "LREACT_BACKEND", "LREACT_BASE_URL", "LREACT_MODEL",
-                   "check_setup()", "scripted model", "hidden tests"):
+    """Issue 19, section 4: the extension lab, parts usable alone, at most about 250 words to start;
+    the engines' variables live in C.0, how answers run when graded in the last section."""
+    cells = {c.id: c.source for c in nb.cells}
+    title = cells["lab2-title"]
+    assert len(re.findall(r"\S+", title.split("\n", 1)[1])) <= 250     # below the heading
+    assert "extension lab" in title.splitlines()[0] and "Part C or Part D alone" in title
+    for needed in ("validate_tool_call", "execute_tool_call", "run_agent", "scripted models",
+                   "Hidden tests", "C.0", "last section"):
         assert needed in title, needed
+    for needed in ("LREACT_BACKEND", "LREACT_BASE_URL", "LREACT_MODEL", "check_setup()"):
+        assert needed in cells["c-engines-intro"], needed
+    assert nb.cells[-1].id == "lab2-when-graded"
+    for needed in ("ReferenceUnavailable", "autograder/README.md", "isinstance", "repeat("):
+        assert needed in cells["lab2-when-graded"], needed
     setup = next(c for c in nb.cells if c.id == "lab2-setup").source
     assert "lreact.reference.engage()" in setup
 

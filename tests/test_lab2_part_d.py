@@ -23,8 +23,9 @@ def nb():
 
 
 def part_d(nb):
+    """Part D's cells: after its heading, up to the lab's closing section on grading."""
     ids = [c.id for c in nb.cells]
-    return nb.cells[ids.index("part-d-intro") + 1:]
+    return nb.cells[ids.index("part-d-intro") + 1:ids.index("lab2-when-graded")]
 
 
 def meta(cell):

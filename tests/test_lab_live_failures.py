@@ -167,7 +167,7 @@ def test_part_a_real_model_cells_survive_a_failing_server(mode, monkeypatch, tmp
         assert "distinct of 6: ['Apple', 'Banana', 'Mango']" in out["sweep"]
         assert "could not give" not in out["first-token"]
         return
-    assert "The sweep stopped: the model server could not answer." in out["sweep"]
+    assert "The sweep stopped: the model could not answer." in out["sweep"]
     assert "The rest of the lab does not need it." in out["sweep"]
     expected = {"http500": "HTTP 500", "timeout": "did not answer within the timeout of 1 s",
                 "stopped": "Cannot reach an Ollama server"}[mode]
@@ -219,7 +219,7 @@ def test_first_token_cell_alone_survives_a_server_that_fails_after_the_sweep(mon
     finally:
         server.close()
     assert "distinct of 6" in out["sweep"]
-    assert "The server could not give the first-token log-probabilities" in out["first-token"]
+    assert "The model could not give the first-token log-probabilities" in out["first-token"]
     assert "HTTP 500" in out["first-token"]
 
 
@@ -230,5 +230,5 @@ def test_whole_lab_runs_to_the_end_when_the_server_fails_after_the_check(monkeyp
     finally:
         server.close()
     assert "The sweep stopped" in out["sweep"]
-    assert "The model server could not answer" in out["full-loop"]  # Part B says so too, and goes on
+    assert "The model could not answer" in out["full-loop"]  # Part B says so too, and goes on
     assert "constrained:   0% of 200 samples fail to parse" in out["measure"]

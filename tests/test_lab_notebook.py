@@ -17,6 +17,7 @@ import ast
 import contextlib
 import io
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -105,6 +106,19 @@ def test_every_function_has_a_visible_and_a_hidden_test():
         if "assert_" in cell.source or "plain(" in cell.source:
             assert "from lreact." in cell.source, tid
         assert "get_ipython" not in cell.source
+
+
+def test_introduction_is_short_and_grading_details_come_last():
+    """Issue 19, section 4: at most about 250 words before the first task, below the heading; how
+    answers are run when graded is the notebook's last section (and autograder/README.md)."""
+    cells = _nb().cells
+    title = cells[0].source
+    assert cells[0].id == "title" and len(re.findall(r"\S+", title.split("\n", 1)[1])) <= 250
+    assert "extension lab" in title and "last section" in title
+    last = cells[-1]
+    assert last.id == "when-graded" and last.source.startswith("## When the lab is graded")
+    for needed in ("autograder/README.md", "isinstance", "repeat(", "plain"):
+        assert needed in last.source, needed
 
 
 def test_closing_note_states_the_points_per_part():
@@ -203,6 +217,109 @@ def test_run_agent_solution_on_the_berlin_trace(solution):
     assert history[3].tool_call_id == "call_1" and history[3].content == "12°C, rainy"
     assert [len(c["messages"]) for c in llm.calls] == [2, 4]
     solution["check_pairing"](history)
+
+
+# --- the frequency checks: every correct sampler passes (issue 19, section 2) ---------------
+
+def _exact_tail(n, p, ks):
+    """P(X in ks) for X ~ Binomial(n, p), p a Fraction: exact, in integers."""
+    from fractions import Fraction
+    a, b = p.numerator, p.denominator
+    return Fraction(sum(math.comb(n, j) * a ** j * (b - a) ** (n - j) for j in ks), b ** n)
+
+
+@pytest.mark.parametrize("n, p", [(500, "1/50"), (3000, "2/5"), (2000, "4/7")])
+def test_binomial_bounds_are_the_exact_tails(n, p):
+    from fractions import Fraction
+
+    from lreact.labchecks import binomial_bounds
+    p, tail = Fraction(p), 1e-10
+    lo, hi, mass = binomial_bounds(n, float(p), tail)
+    below, above = _exact_tail(n, p, range(lo)), _exact_tail(n, p, range(hi + 1, n + 1))
+    assert below <= tail < below + _exact_tail(n, p, [lo])          # the widest bounds
+    assert above <= tail < above + _exact_tail(n, p, [hi])
+    assert mass == pytest.approx(float(below + above), rel=1e-9)
+
+
+def test_frequency_check_passes_other_correct_samplers_and_catches_wrong_ones():
+    from lreact.labchecks import assert_frequencies
+    p = np.array([0.4, 0.3, 0.25, 0.03, 0.02])
+    for seed in range(40):      # the Gumbel-max trick and an inverse CDF: other draws, same law
+        rng = np.random.default_rng(seed)
+        gumbel = np.bincount([int(np.argmax(np.log(p) + rng.gumbel(size=5))) for _ in range(3000)], minlength=5)
+        inverse = np.bincount(np.searchsorted(np.cumsum(p), rng.random(3000) * p.sum(), side="right"), minlength=5)
+        assert_frequencies(gumbel, p)
+        assert_frequencies(inverse, p)
+    rng = np.random.default_rng(0)
+    for wrong in (np.bincount(rng.integers(0, 5, 3000), minlength=5),      # uniform draws
+                  [1300, 900, 750, 30, 20],                                 # token 3 too rare
+                  [1200, 900, 750, 150, 0]):                                # token 4 never
+        with pytest.raises(AssertionError, match="do not follow the distribution"):
+            assert_frequencies(wrong, p)
+    with pytest.raises(AssertionError, match="probability 0"):
+        assert_frequencies([2999, 0, 0, 0, 1], [1, 0, 0, 0, 0])
+
+
+def test_sample_token_task_states_the_false_failure_probability(solution, monkeypatch):
+    """The task text of A.5 states the chance that a correct sampler fails, computed here from the
+    test cells' own draw counts (every assert_frequencies call of sample_token's tests, run)."""
+    import warnings
+
+    from lreact import labchecks
+    seen, check = [], labchecks.assert_frequencies
+
+    def record(counts, probs, **kw):
+        seen.append((int(sum(counts)), [float(x) for x in probs]))
+        check(counts, probs, **kw)
+    monkeypatch.setattr(labchecks, "assert_frequencies", record)
+    nb = _nb()
+    ns = dict(solution)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        for gid, cell in _tests(nb).items():
+            if gid.startswith("test_sample_token"):
+                exec(compile(cell.source, gid, "exec"), ns)
+    assert len(seen) == 10
+    total = sum(labchecks.failure_bound(n, probs) for n, probs in seen)
+    stated = math.ceil(total * 1e10) / 10          # in units of 1e-9, rounded up
+    intro = next(c for c in nb.cells if c.id == "sample-token-intro").source
+    assert f"{stated:.1f} \\times 10^{{-9}}" in intro and "the ten checks" in intro, (total, stated)
+    assert all(labchecks.failure_bound(n, probs) <= labchecks.ALPHA for n, probs in seen)
+
+
+def test_top_p_visible_test_shows_the_float_sum_case(solution):
+    """A.4 says sums of floats are not exact and its visible test shows p = 1 on ten tokens of 0.1:
+    an answer without a tolerance fails the visible test, not only a hidden one."""
+    cell = _tests(_nb())["test_top_p_filter__edge"].source.split("### BEGIN HIDDEN TESTS")[0]
+    assert "[0.1] * 10, 1" in cell
+
+    def no_tolerance(probs, p):
+        q = np.asarray(probs, dtype=float)
+        if not 0 < p <= 1:
+            raise ValueError("p")
+        order = np.argsort(-q, kind="stable")
+        n = int(np.argmax(np.cumsum(q[order]) >= p)) + 1
+        out = np.zeros(q.shape)
+        out[order[:n]] = q[order[:n]]
+        return out / out.sum()
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(cell, "visible", "exec"), dict(solution))
+        with pytest.raises(AssertionError, match=r"\[0\.1\] \* 10"):
+            exec(compile(cell, "visible", "exec"), dict(solution, top_p_filter=no_tolerance))
+
+
+def test_generate_constrained_leaves_eos_out_as_the_lecture_does(solution):
+    """Lab A.7 and the lecture's ``generate`` (Part I) agree: <eos> ends the output, not part of it."""
+    from lreact import grammar
+    lecture = nbformat.read(ROOT / "lectures" / "lecture-ReAct-1-sampling.ipynb", as_version=4)
+    generate = next(c.source for c in lecture.cells if "def generate(" in c.source)
+    assert re.search(r"if grammar\.VOCAB\[token\] == grammar\.EOS:\n\s+break\n\s+prefix\.append", generate)
+    eos = grammar.TOKEN_ID[grammar.EOS]
+    for seed in range(20):
+        ids = solution["generate_constrained"](grammar.toy_logits, np.random.default_rng(seed))
+        free = solution["generate_unconstrained"](grammar.toy_logits, np.random.default_rng(seed))
+        assert eos not in ids and grammar.parses(grammar.detokenize(ids))
+        assert eos not in free
 
 
 # --- the catalogue of wrong answers --------------------------------------------------------

@@ -474,3 +474,62 @@ def test_stepper_last_step_says_it_is_finished():
     fig = canvas.new_figure(10, 5.2)
     figures.constrained_panel(fig, prefix[:-1])  # one step before: P' has its bars
     assert "mass removed by the mask" in fig.axes[0].get_title() and len(fig.axes[1].patches) > 0
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 19 §3-§4: the engines as they behave, the week's workload
+# ------------------------------------------------------------------------------------------------
+def test_ollama_text_reencodes_tools_like_the_go_structs_and_adds_the_default_system():
+    from lreact import SystemMessage, UserMessage
+    from lreact.chatml import render_chatml
+    from lreact.ollama_text import QWEN25_DEFAULT_SYSTEM, ollama_qwen_text
+    tool = {"type": "function", "function": {
+        "name": "lookup", "description": "a <b> & c",
+        "parameters": {"type": "object", "additionalProperties": False,
+                       "properties": {"zeta": {"enum": ["x"], "type": "string", "description": "z"},
+                                      "alpha": {"type": "integer"}},
+                       "required": ["zeta"]}}}
+    user = UserMessage("hi")
+    served = ollama_qwen_text([SystemMessage("Be brief."), user], [tool])
+    line = next(l for l in served.splitlines() if l.startswith('{"type": "function"'))
+    assert line == ('{"type": "function", "function": {"name":"lookup","description":"a \\u003cb\\u003e '
+                    '\\u0026 c","parameters":{"type":"object","required":["zeta"],"properties":{"alpha":'
+                    '{"type":"integer"},"zeta":{"type":"string","description":"z","enum":["x"]}}}}}')
+    ours = render_chatml([SystemMessage("Be brief."), user], [tool])
+    assert [l for l in served.splitlines() if l != line] == \
+        [l for l in ours.splitlines() if not l.startswith('{"type": "function"')]
+    assert QWEN25_DEFAULT_SYSTEM not in served              # the first message is a system one
+    no_system = ollama_qwen_text([user])
+    assert no_system.startswith(f"<|im_start|>system\n{QWEN25_DEFAULT_SYSTEM}<|im_end|>\n")
+    assert render_chatml([user]).startswith("<|im_start|>user")
+    assert ollama_qwen_text([user], default_system="") == render_chatml([user])
+
+
+def test_workload_estimate_follows_the_stated_rule(tmp_path):
+    from lreact import workload
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("word " * 300),
+                nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("y = 2"),
+                nbformat.v4.new_code_cell("def f(): ...")]
+    nb.cells[2].metadata["nbgrader"] = {"solution": True, "grade": False}
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, path)
+    assert workload.notebook_counts(path) == {"words": 300, "code_cells": 2, "answer_cells": 1}
+    assert workload.estimate_minutes(path, "lecture") == (2 + 2, 3 + 6)
+    assert workload.estimate_minutes(path, "lab") == (2 + 18 + 2, 3 + 30 + 4)
+    assert workload.estimate_minutes(path, "exercises") == (2 + 8 + 2, 3 + 12 + 4)
+    assert workload.hours((90, 150)) == "1.5-2.5 h"
+    with pytest.raises(ValueError, match="kind"):
+        workload.estimate_minutes(path, "seminar")
+
+
+def test_the_lecture_and_readme_name_nothing_a_student_does_not_have():
+    texts = [nbformat.read(p, as_version=4) for p in NOTEBOOKS]
+    sources = [c.source for nb in texts for c in nb.cells] + [(ROOT / "README.md").read_text()]
+    assert not [s[:80] for s in sources if "L-ReAct lecture notes" in s]
+
+
+def test_part_two_explains_its_mechanisms_with_code():
+    nb = nbformat.read(LECTURES / "lecture-ReAct-2-cot-react.ipynb", as_version=4)
+    ids = [c.get("id") for c in nb.cells if c.cell_type == "code"]
+    assert {"open-closed-demo", "loop-step-by-step"} <= set(ids)

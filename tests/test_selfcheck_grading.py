@@ -5,7 +5,9 @@ and every wrong answer of its catalogue (``autograder/wrong_answers/<id>/``) run
 in its own cell, loses marks on the tests of that cell, and on no other test cell: a mistake in
 one function costs points in that function's tests only (its callers' tests pass the course's
 version of it, through a ``..._fn`` parameter), unless the entry declares the exception with its
-reason (``# CASCADE: <test>: <reason>``, ``autograder/catalogue.py``).  Each wrong answer is
+reason (``# CASCADE: <test>: <reason>``, ``autograder/catalogue.py``).  Every right answer
+(``autograder/right_answers/<id>/``: a literal reading of a task that the model solution does not
+take) scores full marks.  Each wrong answer is
 graded on the whole notebook after its answer cell (``selfcheck.for_entry``).  Everything is
 graded up front, in parallel (``selfcheck --jobs``), through the real engine and sandbox.
 """
@@ -36,6 +38,21 @@ def _wrong_answers():
 
 
 WRONG = _wrong_answers()
+
+
+def _right_answers():
+    params = []
+    for aid in ASSIGNMENTS:
+        try:
+            found = catalogue.right_entries(aid)
+        except catalogue.CatalogueError as e:
+            params.append(pytest.param(aid, e, id=f"{aid}:unreadable-right-answers"))
+            continue
+        params += [pytest.param(aid, entry, id=f"{aid}:{entry.path.name}") for entry in found]
+    return params
+
+
+RIGHT = _right_answers()
 WRONG_ANSWER_TESTS = ("test_wrong_answer_runs_and_is_caught",
                       "test_wrong_answer_costs_points_in_its_own_tests_only")
 
@@ -83,6 +100,11 @@ def grading(tmp_path_factory, request):
             g.submit(("student", aid), aid,
                      nbformat.reads(generate(source_path(aid)), as_version=4), src)
     for name, aid, entry in wanted:
+        if name == "test_right_answer_scores_full_marks" and not isinstance(entry, Exception):
+            src = g.sources[aid]
+            g.submit(("right", entry.path), aid, engine.replace_cell(src, entry.grade_id, entry.source),
+                     selfcheck.for_entry(src, entry.grade_id))
+            continue
         if name not in WRONG_ANSWER_TESTS or isinstance(entry, Exception) \
                 or ("wrong", entry.path) in g.futures:
             continue
@@ -141,6 +163,21 @@ def test_wrong_answer_costs_points_in_its_own_tests_only(grading, aid, entry):
         "declare the exception with its reason in the entry (# CASCADE: <test>: <reason>)")
     stale = sorted(set(declared) - set(lost))
     assert not stale, f"declared cascades that no longer lose points (remove them): {stale}"
+
+
+@pytest.mark.parametrize("aid,entry", RIGHT)
+def test_right_answer_scores_full_marks(grading, aid, entry):
+    """Every correct literal reading of a task earns its points: a right answer (a reading the
+    model solution does not take) loses nothing in any cell graded after its answer cell."""
+    assert not isinstance(entry, Exception), f"the right answers do not load: {entry}"
+    assert selfcheck.tests_of(grading.sources[aid], entry.grade_id), \
+        f"{entry.grade_id} has no test cells test_{entry.grade_id}*"
+    r = grading.result(("right", entry.path))
+    assert r.answers_ran.get(entry.grade_id), f"the right answer's own cell did not run ({r.failure})"
+    lost = {t: p - a for t, (a, p) in r.scores.items() if a < p}
+    assert not lost, (f"{entry.mistake!r} (a right {entry.grade_id}) loses {lost}: "
+                      f"{[r.errors.get(t, '')[:200] for t in lost]}; the task's text allows this "
+                      "reading, so the tests must accept it (or the text must rule it out)")
 
 
 @pytest.mark.parametrize("aid", ASSIGNMENTS)

@@ -4,7 +4,6 @@ import json
 import httpx
 import pytest
 
-from lreact import textreact
 from lreact.labchecks import reference
 from lreact.textreact import (EXEMPLAR, STOP, RecordingCompletion, ScriptedCompletion,
                               ScriptExhaustedError, configured_complete, first_prompt,

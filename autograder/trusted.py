@@ -1,0 +1,128 @@
+"""The trusted process of a grading run: started ahead, it serves one submission and ends.
+
+It never runs student code (``tester.py``: it runs the instructor's cells and calls the student
+process over the channel), but student data does change it: a list argument's in-place changes
+are synced back into the test's object, and a test's object handed to an answer serves its
+public methods (``channel.py``).  A test that passes a module-level object of ``lreact`` could
+so let one submission change what the next one is graded with.  So ``Tester.MAX_JOBS`` is 1:
+no submission's grading shares a process with another's (the machinery to serve several jobs,
+with ``tester.Baseline`` putting process state back, stays for a future audit; measured, reuse
+saved 0.6-0.9 core-seconds of about 10 per lab submission).  Also here: how a grading process
+is started (its environment, its stderr).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+from . import paths, sandbox
+
+CPU_SECONDS = 1200          # CPU-time backstop per process; the wall clocks act first
+
+
+def scratch_env(scratch, extra=None) -> dict:
+    """The environment of a grading process: everything writable lives in its scratch folder."""
+    scratch = str(scratch)
+    env = {
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin",
+                                 "/bin"]),
+        "HOME": scratch, "TMPDIR": os.path.join(scratch, "tmp"), "LANG": "C.UTF-8",
+        "MPLBACKEND": "Agg", "MPLCONFIGDIR": os.path.join(scratch, ".mpl"),
+        "IPYTHONDIR": os.path.join(scratch, ".ipython"),
+        "XDG_CACHE_HOME": os.path.join(scratch, ".cache"), "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "LREACT_GRADING": "1", "LREACT_SCRATCH": scratch,
+    }
+    for var in ("LREACT_MODEL", "LREACT_GRADER_DEBUG"):
+        if var in os.environ:
+            env[var] = os.environ[var]
+    env.update(extra or {})
+    return env
+
+
+def debug_stderr():
+    """A grading process's own stderr: hidden unless LREACT_GRADER_DEBUG=1."""
+    return None if os.environ.get("LREACT_GRADER_DEBUG") == "1" else subprocess.DEVNULL
+
+
+def start(run, fds, extra) -> subprocess.Popen:
+    """Start a grading process of ``run`` (``sandbox.launch``) waiting for its job on stdin."""
+    return subprocess.Popen(
+        run.cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=debug_stderr(),
+        pass_fds=fds, env=scratch_env(run.scratch, extra),
+        cwd=str(run.runner.parent) if run.host_scratch else "/", start_new_session=True)
+
+
+class Tester:
+    """A trusted process that serves its jobs one after another (``tester.serve``); at most
+    ``MAX_JOBS`` = 1, for the reason in the module docstring.
+
+    It runs the instructor's cells and calls the student process over the channel.  Each job brings the ends of a new student
+    process's channel over a control socket and gets a wall clock of its own; the process state
+    a job may touch is put back after it (``tester.Baseline``).  It is used again only after a
+    job that gave its result in time with nothing stopped or failed, and retired after
+    ``MAX_JOBS`` jobs or once its run has used half of its CPU backstop or memory."""
+
+    MAX_JOBS = 1     # one submission per trusted process: see the module docstring
+
+    def __init__(self, state: paths.State, mode: str, kit):
+        self.mode, self.jobs, self.buffer, self.healthy = mode, 0, b"", True
+        res = os.pipe()
+        control, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.result_fd, self.control = res[0], control
+        try:
+            self.run = sandbox.launch(kit, sys.executable,
+                                      ["tester-reused", str(inside.fileno()), str(res[1])],
+                                      mode=mode, cpu_seconds=CPU_SECONDS,
+                                      scratch_base=state.scratch)
+            try:
+                self.proc = start(self.run, (inside.fileno(), res[1]), {})
+            except BaseException:
+                self.run.cleanup()
+                raise
+        except BaseException:
+            os.close(res[0])
+            control.close()
+            raise
+        finally:
+            os.close(res[1])
+            inside.close()
+
+    def alive(self) -> bool:
+        return self.healthy and self.proc.poll() is None
+
+    def reusable(self) -> bool:
+        if not self.alive() or self.jobs >= self.MAX_JOBS or self.run.timed_out:
+            return False
+        used = self.run.usage()
+        if used is None:
+            return True
+        return ((used.cpu_seconds or 0) < CPU_SECONDS / 2
+                and (used.memory_bytes or 0) < sandbox.RUN_MEMORY_BYTES / 2)
+
+    def send(self, job: dict, fds) -> None:
+        """Give the process its next job and that job's three channel ends."""
+        self.jobs += 1
+        socket.send_fds(self.control, [b"j"], list(fds))
+        self.proc.stdin.write(json.dumps(job).encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+
+    def cleanup(self) -> None:
+        self.healthy = False
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.run.cleanup()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.control.close()
+        try:
+            os.close(self.result_fd)
+        except OSError:
+            pass

@@ -1,0 +1,167 @@
+"""A per-token probability lens over one reply (lecture Part I, "Next-token sampling: greedy or
+random", applied to a whole tool call; Part III, "Native tool calling", for the format).
+
+``read_reply`` generates one reply token by token on the embedded model (llama.cpp in this
+process, ``lreact.student_decode.ModelStream``) and keeps, for every generated token, its
+probability, its rank among all tokens of the vocabulary, and the most probable alternatives.
+``lens_html`` colours each token by its probability (hover a token for the details);
+``probability_lens()`` is the lecture's cell: live on the embedded model, otherwise the reply
+recorded from SmolLM2-135M (``RECORDED``: with the model file's digest and the engine version), so
+the notebook runs without a model.  The reply starts after a given ``<tool_call>`` line (the
+prefill), so even a small model writes a call, and its mistakes show where it went wrong.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .messages import SystemMessage, UserMessage
+from .student_decode import ModelStream, full_logits_model
+
+RECORDED = Path(__file__).resolve().parent / "recorded" / "lens-smollm2-tool-call.json"
+LENS_MESSAGES = [SystemMessage("You are a helpful assistant. Use the tools when they help."),
+                 UserMessage("What's the weather in Berlin?")]
+PREFILL = "<tool_call>\n"
+SETTINGS = {"temperature": 0.7, "seed": 0, "max_tokens": 48, "top": 5}
+
+
+def _log_softmax(z):
+    z = np.asarray(z, float) - np.max(z)
+    return z - np.log(np.exp(z).sum())
+
+
+def file_digest(path) -> str:
+    """The sha256 of a file (the model file a recording came from)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_reply(llm, messages=LENS_MESSAGES, tools=None, *, prefill=PREFILL, temperature=0.7,
+               seed=0, max_tokens=48, top=5) -> dict:
+    """Generate one reply of ``llm`` (an ``EmbeddedLLM``) after ``messages`` (+ ``prefill``,
+    given text that opens the reply), drawing with ``numpy.random.default_rng(seed)`` at
+    ``temperature`` (0: greedy).  Returns a JSON-ready dict: the model, the settings, the text,
+    and per token ``{"token", "logprob", "rank", "top": [[token, logprob], ...]}``."""
+    import llama_cpp
+
+    from .tools import TOOLS
+
+    tools = TOOLS if tools is None else tools
+    rng = np.random.default_rng(seed)
+    m = llm.loaded()
+    rows, ids = [], []
+    prompt = m.template.render(messages, tools) + prefill
+    with ModelStream(llm, prompt) as stream:
+        for _ in range(int(max_tokens)):
+            lp = _log_softmax(stream.logits())
+            if temperature == 0:
+                token = int(np.argmax(lp))
+            else:
+                p = np.exp(_log_softmax(lp / temperature))
+                token = int(rng.choice(p.size, p=p / p.sum()))
+            if stream.is_end(token):
+                break
+            best = np.argsort(-lp, kind="stable")[:top]
+            rows.append({"token": m.token_text(token), "logprob": float(lp[token]),
+                         "rank": int((lp > lp[token]).sum()) + 1,
+                         "top": [[m.token_text(int(i)), float(lp[i])] for i in best]})
+            ids.append(token)
+            stream.feed([token])
+        text = stream.decode(ids)
+    return {"model": {"file": Path(m.path).name, "sha256": file_digest(m.path),
+                      "engine": f"llama-cpp-python {llama_cpp.__version__}",
+                      "n_vocab": int(m.n_vocab), "chat_template": m.template.source},
+            "messages": [{"role": type(x).__name__, "content": x.content} for x in messages],
+            "tools": [t["function"]["name"] for t in tools], "prefill": prefill,
+            "settings": {"temperature": temperature, "seed": seed, "max_tokens": max_tokens,
+                         "top": top},
+            "text": text, "tokens": rows}
+
+
+def load_recorded(path=RECORDED) -> dict:
+    """The recorded reply (``read_reply``'s dict); a plain error when the file is missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No recorded reply at {path}: run the lens with the embedded "
+                                "model, or reinstall lreact (its recorded/ folder is missing).")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _colour(p: float) -> str:
+    """Red (unsure) through yellow to green (sure)."""
+    return f"hsl({round(120 * p)}, 75%, 78%)"
+
+
+def _shown(token: str) -> str:
+    return html.escape(token.replace("\n", "↵\n").replace("\t", "⇥"))
+
+
+def lens_html(reply: dict, *, lowest: int = 3) -> str:
+    """The reply as coloured tokens (hover: probability, rank, alternatives), a legend, and the
+    ``lowest`` least probable tokens.  Every token text is escaped."""
+    n_vocab = reply["model"].get("n_vocab", "?")
+    spans = []
+    for k, row in enumerate(reply["tokens"]):
+        p = float(np.exp(row["logprob"]))
+        alts = "".join(
+            f"<tr><td>{'▶' if t == row['token'] else ''}</td><td><code>{_shown(t) or '∅'}"
+            f"</code></td><td>{np.exp(lp):.3f}</td></tr>" for t, lp in row["top"])
+        spans.append(
+            f"<span class='lens-tok' style='background:{_colour(p)}'>{_shown(row['token'])}"
+            f"<span class='lens-tip'>token {k + 1}: p = {p:.3f}, rank {row['rank']} of "
+            f"{n_vocab}<table>{alts}</table></span></span>")
+    order = sorted(range(len(reply["tokens"])), key=lambda k: reply["tokens"][k]["logprob"])
+    unsure = ", ".join(
+        f"token {k + 1} <code>{_shown(reply['tokens'][k]['token'])}</code> "
+        f"(p = {np.exp(reply['tokens'][k]['logprob']):.2f}, rank {reply['tokens'][k]['rank']})"
+        for k in order[:lowest])
+    legend = "".join(f"<span class='lens-tok' style='background:{_colour(p)}'>p = {p:g}</span> "
+                     for p in (0.05, 0.25, 0.5, 0.75, 1))
+    style = ("<style>.lens-box{position:relative;padding-bottom:170px}.lens-reply{"
+             "font-family:monospace;white-space:pre-wrap;line-height:1.9;font-size:13px}"
+             ".lens-tok{border-radius:3px;padding:1px 0;margin-right:1px;cursor:help}"
+             ".lens-tok .lens-tip{display:none;position:absolute;left:0;bottom:0;height:156px;"
+             "min-width:320px;z-index:10;background:#fff;border:1px solid #888;padding:4px;"
+             "white-space:nowrap;font-size:12px;font-family:monospace}"
+             ".lens-tok:hover{outline:2px solid #333}.lens-tok:hover .lens-tip{display:block}"
+             ".lens-tip td{padding:0 6px}.lens-help{position:absolute;left:0;bottom:0;"
+             "color:#888;height:136px;padding:4px}</style>")
+    given = html.escape(reply.get("prefill", "").replace("\n", "↵\n"))
+    return (f"{style}<div class='lens-box'><div class='lens-reply'><span style='color:#888'>"
+            f"{given}</span>{''.join(spans)}</div><div style='margin-top:6px'>colour: {legend}"
+            f"<br>least sure: {unsure}</div><div class='lens-help'>hover over a token: its "
+            "probability, its rank and the likeliest tokens at that step appear here</div>"
+            "</div>")
+
+
+def probability_lens(messages=LENS_MESSAGES, tools=None, *, live=None, **settings):
+    """The lecture's lens cell: one reply of the embedded model coloured token by token; without
+    it (or with ``live=False``) the recorded reply.  Returns an ``ipywidgets.HTML``."""
+    import ipywidgets as w
+
+    from .engine_text import parse_reply
+
+    llm = full_logits_model(echo=False) if live is not False else None
+    if llm is not None:
+        reply = read_reply(llm, messages, tools, **{**SETTINGS, **settings})
+        where = f"live: {reply['model']['file']} in this kernel"
+    else:
+        reply = load_recorded()
+        where = (f"recorded: {reply['model']['file']} (sha256 {reply['model']['sha256'][:12]}…,"
+                 f" {reply['model']['engine']}); a live reply needs the embedded backend")
+    call = parse_reply(reply.get("prefill", "") + reply["text"], lambda: "call_1")
+    verdict = (f"a valid call: {call.tool_calls[0].name}({call.tool_calls[0].arguments})"
+               if call.tool_calls else "no valid tool call (a format error)")
+    s = reply["settings"]
+    head = (f"<div><b>{html.escape(where)}</b>; T = {s['temperature']}, seed {s['seed']}, "
+            f"{len(reply['tokens'])} tokens; the reply is {html.escape(verdict)}</div>")
+    box = w.HTML(head + lens_html(reply))
+    box.add_class("lreact-lens")
+    return box

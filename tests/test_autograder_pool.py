@@ -1,0 +1,105 @@
+"""The pool's processes (autograder/pool.py, autograder/trusted.py): a trusted process goes on
+to the next submission with nothing of the last one left in it; a student process never does."""
+from pathlib import Path
+
+import pytest
+
+from autograder import paths
+from autograder.engine import grade_notebook, load, replace_cell
+from autograder.pool import ProcessPool
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
+pytestmark = pytest.mark.slow
+
+# A test cell that fails when a job before it left anything behind in the trusted process: a
+# file in its working folder, an environment variable, a warning filter, numpy's error state.
+LEAK_CHECK = """import os, warnings
+import numpy as np
+from lreact.checks import assert_close
+assert not os.path.exists("left-by-the-last-job.txt"), "a file of the last job is still here"
+assert "LEFT_BY_THE_LAST_JOB" not in os.environ, "the last job's environment is still here"
+assert not any(f[0] == "error" and f[2] is UserWarning for f in warnings.filters), \\
+    "the last job's warning filter is still here"
+assert np.geterr()["divide"] == "warn", "the last job's numpy error state is still here"
+open("left-by-the-last-job.txt", "w").write("x")
+os.environ["LEFT_BY_THE_LAST_JOB"] = "1"
+warnings.simplefilter("error", UserWarning)
+np.seterr(divide="raise")
+assert_close(halve(3), 1.5, name='halve(3)')
+"""
+
+
+@pytest.fixture()
+def pool(tmp_path):
+    p = ProcessPool(paths.State(tmp_path / "state"), size=1)
+    yield p
+    p.drain()
+
+
+def leaky_source(tmp_path):
+    nb = replace_cell(load(SRC), "test_halve", LEAK_CHECK)
+    out = tmp_path / "tiny.ipynb"
+    out.write_text(str(__import__("nbformat").writes(nb)), encoding="utf-8")
+    return out
+
+
+def graded_with_pids(pool, nb, source, timeout=20):
+    """(GradeResult, student pid, trusted pid) of one submission graded from ``pool``."""
+    seen = {}
+    take = pool.take
+
+    def spy(mode):
+        pair = take(mode)
+        seen.update(student=pair.procs[0].pid, tester=pair.tester.proc.pid)
+        return pair
+
+    pool.take = spy
+    try:
+        r = grade_notebook("tiny", nb, timeout=timeout, source=source, pool=pool,
+                           state=pool.state)
+    finally:
+        pool.take = take
+    return r, seen["student"], seen["tester"]
+
+
+def test_each_submission_gets_its_own_trusted_and_student_processes(pool):
+    pids = [graded_with_pids(pool, SRC, SRC)[1:] for _ in range(3)]
+    students, testers = zip(*pids)
+    assert len(set(students)) == len(set(testers)) == 3, pids   # MAX_JOBS = 1: nothing shared
+
+
+def test_the_trusted_process_goes_on_clean_and_the_student_process_never_does(pool, tmp_path,
+                                                                               monkeypatch):
+    """The machinery for serving several jobs (off: ``Tester.MAX_JOBS`` = 1) leaves nothing of
+    one job in the process for the next."""
+    from autograder.trusted import Tester
+
+    monkeypatch.setattr(Tester, "MAX_JOBS", 50)
+    source = leaky_source(tmp_path)
+    wrong = replace_cell(load(source), "double", "def double(x):\n    return x + 2\n")
+    runs = [graded_with_pids(pool, nb, source) for nb in (source, wrong, source, source)]
+    totals = [r.total for r, _, _ in runs]
+    assert totals == [4.0, 1.0, 4.0, 4.0], [r.errors for r, _, _ in runs]
+    assert all(r.scores["test_halve"] == (1.0, 1.0) for r, _, _ in runs)   # nothing left over
+    students = [s for _, s, _ in runs]
+    testers = [t for _, _, t in runs]
+    assert len(set(students)) == 4                  # a new student process for every submission
+    assert testers[1] == testers[2] == testers[3]   # one trusted process served these three
+    assert students[0] not in testers
+
+
+def test_a_trusted_process_whose_student_was_stopped_is_not_used_again(pool, tmp_path,
+                                                                        monkeypatch):
+    from autograder.trusted import Tester
+
+    monkeypatch.setattr(Tester, "MAX_JOBS", 50)
+    stuck = replace_cell(load(SRC), "halve",
+                         "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                         "def halve(x):\n    while True:\n        pass\n")
+    first, _, t1 = graded_with_pids(pool, SRC, SRC)
+    hung, _, t2 = graded_with_pids(pool, stuck, SRC, timeout=2)
+    after, _, t3 = graded_with_pids(pool, SRC, SRC)
+    assert first.total == after.total == 4.0
+    assert hung.scores["test_halve"] == (0.0, 1.0) and "timeout" in hung.errors["test_halve"]
+    assert t3 != t2                                 # stopped once: retired, not reused
