@@ -27,6 +27,7 @@ import time
 from .codec import ARRAY_KINDS, Codec  # noqa: F401 - Codec re-exported
 from .handles import Proxy, StudentFunction
 from .mirror import NotPlainData, is_generator, is_mirror, numpy_if_loaded  # noqa: F401
+from .quickkey import fresh_copy as _fresh, quick_key as _quick_key
 from .pipe import (MAX_MESSAGE, AnswerInterrupted, ChannelError,  # noqa: F401 - re-exported
                    ChannelTimeout, Framed, Pipe)
 
@@ -86,6 +87,7 @@ class Link:
         self.on_timeout = None             # () -> seconds of grace after an interrupt, or None
         self._proxies: dict = {}
         self._pure_replies: dict = {}      # (handle, encoded arguments) -> reply
+        self._pure_values: dict = {}       # (handle, ``_quick_key`` of the arguments) -> value
 
     def proxy(self, side, hid, is_callable, pure=False):
         """The one stand-in for the other side's object ``hid`` (so a method cache lasts)."""
@@ -164,6 +166,9 @@ class Link:
         trusted side): the reply for the same encoded arguments is reused, decoded afresh each
         time (so a caller that changes the result changes only its copy). Only this side's own
         answers could be misled by a wrong cache, and only about values they were already given."""
+        quick = _quick_key(hid, args, kwargs)
+        if quick is not None and quick in self._pure_values:
+            return _fresh(self._pure_values[quick])
         enc_args, enc_kwargs = self.codec.encode_arguments(args, kwargs)
         key = (hid, json.dumps([enc_args, enc_kwargs], sort_keys=True, separators=(",", ":")))
         m = self._pure_replies.get(key)
@@ -172,7 +177,10 @@ class Link:
                                   "kwargs": enc_kwargs, "sync": []})
             if "x" not in m and len(self._pure_replies) < PURE_CACHE:
                 self._pure_replies[key] = m
-        return self.reply_value(m)
+        value = self.reply_value(m)
+        if quick is not None and _fresh(value) is not None and len(self._pure_values) < PURE_CACHE:
+            self._pure_values[quick] = _fresh(value)
+        return value
 
     def call(self, target: dict, args, kwargs, repeat: int | None = None):
         """Call a function of the other side (``repeat`` times: the list of the values, exactly

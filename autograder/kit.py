@@ -2,7 +2,7 @@
 
     kit/runner.py                  the entry point (``runner.py``)
     kit/autograder/                channel.py (with codec.py, handles.py, mirror.py, pipe.py,
-                                   numeric.py, records.py), student.py, tester.py (nothing
+                                   quickkey.py, numeric.py, records.py), student.py, tester.py (nothing
                                    secret in them)
     kit/answers-lreact/lreact/     a copy of lreact whose ``@reference_implementation``
                                    functions have no body (``lreact.reference``): the student
@@ -26,8 +26,8 @@ from pathlib import Path
 from . import paths
 
 HERE = Path(__file__).resolve().parent
-CODE = ("channel.py", "codec.py", "handles.py", "mirror.py", "numeric.py", "pipe.py", "records.py",
-        "student.py", "tester.py")
+CODE = ("channel.py", "codec.py", "handles.py", "mirror.py", "numeric.py", "pipe.py", "quickkey.py",
+        "records.py", "student.py", "tester.py")
 
 
 def lreact_dir() -> Path:

@@ -32,9 +32,19 @@ One module per idea of the lecture:
 - ``figures``   the lecture's pictures (the panels the widgets redraw, the static figures)
 - ``canvas``    matplotlib's Agg canvas into PNG bytes, and a blitter for fast redraws
 - ``widgets``   the lecture's interactive widgets (ipywidgets), one call each
+- ``next_token``  Part I, a real next-token distribution for the widgets (any backend)
+- ``lens``      Part I, the probability lens: a reply coloured token by token (embedded model);
+                ``lens_engines`` the same from an Ollama or OpenAI-compatible server's top-k
+- ``student_decode``  first lab, A.8: your sampler and constrained decoder on a real model
+- ``tool_call_rates``  second lab, C.3: does sampling break tool calls? (``call_grammar``: the
+                engine-side grammar for "grammar on")
+- ``recordings``  recorded real-model runs (model, engine and template digests); ``drift``
+                replays them on the configured model and says what changed
 - ``mcp_server``  Part III, the lab's MCP server (official SDK, stdio): tools, a resource, a prompt
 - ``mcp_client``  MCPConnection: a blocking MCP client with timeouts that records the JSON-RPC
 - ``textreact``  Part II, ReAct in plain text: the exemplar, the stop sequence, text completion
+- ``methods``   Part II, ReAct against Act and CoT on the lab's tools (second lab, D.2)
+- ``context_budget``  Part IV, the engine's own token counts and its prompt (KV) cache measured
 - ``codeact``   Part III, run_python: one code action in a fresh, sandboxed interpreter (Linux
                 with bubblewrap; limits only on macOS; time and output limits on Windows)
 - ``actionchecks``  the second lab's Part D test helpers (plain JSON, test doubles)

@@ -11,6 +11,9 @@ binding of llama.cpp) runs it in the notebook's kernel; the rest is what those e
   valid call comes back as the text the model wrote;
 - every call evaluates its prompt afresh (no prompt cache), so at temperature 0, or with a
   fixed seed, a rerun repeats exactly, whatever ran in between;
+- ``tool_grammar=True`` constrains every reply to tools to a well-formed ``<tool_call>`` for
+  one of them or plain prose (a GBNF grammar: ``lreact.call_grammar``; second lab C.4, "Does
+  sampling break tool calls?");
 - ``timeout`` bounds the generation (checked at every token); ``max_tokens`` caps a reply
   (512 tokens unless set); an input longer than the context window is an error that says both
   sizes.
@@ -63,17 +66,19 @@ class EmbeddedLLM:
     """A GGUF model run by llama.cpp in this process.
 
     ``EmbeddedLLM(model_path=None, *, n_ctx=4096, timeout=120, temperature=0.8, top_p=0.95,
-    top_k=40, seed=None, max_tokens=512, stop=None)``.  ``model_path`` defaults to
+    top_k=40, seed=None, max_tokens=512, stop=None, tool_grammar=False)``.  ``model_path`` defaults to
     ``$LREACT_GGUF``, else the course's default model (``lreact.gguf``: found in the Hugging Face
     cache or fetched once).  Creating the object loads nothing; the first call loads the model,
     or reuses the one already loaded in this process.  No seed means a fresh random seed per call.
+    ``tool_grammar=True``: a call with tools can only reply with one well-formed call of one of
+    them or with prose that holds no call (``lreact.call_grammar.tool_call_gbnf``).
     """
 
     backend = "embedded"
     OPTION_NAMES = ("temperature", "top_p", "top_k", "seed", "max_tokens", "stop")
 
     def __init__(self, model_path=None, *, n_ctx=DEFAULT_N_CTX, timeout=DEFAULT_TIMEOUT,
-                 **options):
+                 tool_grammar=False, **options):
         unknown = set(options) - set(self.OPTION_NAMES)
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)}; known: "
@@ -82,6 +87,9 @@ class EmbeddedLLM:
             raise ValueError(f"n_ctx must be a whole number of tokens (64 or more), got {n_ctx!r}")
         self.model_path = os.fspath(model_path) if model_path is not None else None
         self.n_ctx = n_ctx
+        if not isinstance(tool_grammar, bool):
+            raise TypeError(f"tool_grammar must be True or False, got {tool_grammar!r}")
+        self.tool_grammar = tool_grammar
         self.timeout = _require_timeout(timeout)
         self.options = {k: v for k, v in options.items() if v is not None}
         self.last = {}      # usage of the last call: prompt_tokens, completion_tokens, finish
@@ -95,7 +103,9 @@ class EmbeddedLLM:
         return os.path.basename(path) if path else DEFAULT_GGUF_FILE
 
     def __repr__(self):
-        return f"EmbeddedLLM(model={self.model!r}, n_ctx={self.n_ctx}, options={self.options})"
+        grammar = ", tool_grammar=True" if self.tool_grammar else ""
+        return (f"EmbeddedLLM(model={self.model!r}, n_ctx={self.n_ctx}, options={self.options}"
+                f"{grammar})")
 
     def loaded(self, download: bool = True) -> LoadedModel:
         """The loaded model (loading it now if this process has not yet)."""
@@ -107,7 +117,15 @@ class EmbeddedLLM:
     def __call__(self, messages, tools=None) -> AssistantMessage:
         _check_history(messages, tools)
         m = self.loaded()
-        text = self._generate(m, m.template.render(messages, tools), stop=CHAT_STOPS)
+        grammar = None
+        if self.tool_grammar and tools:
+            from llama_cpp import LlamaGrammar
+
+            from .call_grammar import tool_call_gbnf
+
+            grammar = LlamaGrammar.from_string(tool_call_gbnf(tools), verbose=False)
+        text = self._generate(m, m.template.render(messages, tools), stop=CHAT_STOPS,
+                              grammar=grammar)
         if not tools:
             return AssistantMessage(text=text.replace(IM_END, "").strip())
         return parse_reply(text, self._fresh_id)

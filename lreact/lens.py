@@ -6,15 +6,16 @@ process, ``lreact.student_decode.ModelStream``) and keeps, for every generated t
 probability, its rank among all tokens of the vocabulary, and the most probable alternatives.
 ``lens_html`` colours each token by its probability (hover a token for the details);
 ``probability_lens()`` is the lecture's cell: live on the embedded model, otherwise the reply
-recorded from SmolLM2-135M (``RECORDED``: with the model file's digest and the engine version), so
-the notebook runs without a model.  The reply starts after a given ``<tool_call>`` line (the
-prefill), so even a small model writes a call, and its mistakes show where it went wrong.
+recorded from SmolLM2-135M (``RECORDED``, a ``lreact.recordings`` recording: with the model
+file's digest, the engine version and the chat template's digest; ``lreact.drift`` checks that
+it still replays), so the notebook runs without a model.  The reply starts after a given
+``<tool_call>`` line (the prefill), so even a small model writes a call, and its mistakes show
+where it went wrong.
 """
 from __future__ import annotations
 
 import hashlib
 import html
-import json
 from pathlib import Path
 
 import numpy as np
@@ -44,11 +45,12 @@ def file_digest(path) -> str:
 
 
 def read_reply(llm, messages=LENS_MESSAGES, tools=None, *, prefill=PREFILL, temperature=0.7,
-               seed=0, max_tokens=48, top=5) -> dict:
+               seed=0, max_tokens=48, top=5, timeout=120.0) -> dict:
     """Generate one reply of ``llm`` (an ``EmbeddedLLM``) after ``messages`` (+ ``prefill``,
     given text that opens the reply), drawing with ``numpy.random.default_rng(seed)`` at
-    ``temperature`` (0: greedy).  Returns a JSON-ready dict: the model, the settings, the text,
-    and per token ``{"token", "logprob", "rank", "top": [[token, logprob], ...]}``."""
+    ``temperature`` (0: greedy), within ``timeout`` seconds.  Returns a JSON-ready dict: the
+    model, the settings, the text, and per token
+    ``{"token", "logprob", "rank", "top": [[token, logprob], ...]}``."""
     import llama_cpp
 
     from .tools import TOOLS
@@ -58,7 +60,7 @@ def read_reply(llm, messages=LENS_MESSAGES, tools=None, *, prefill=PREFILL, temp
     m = llm.loaded()
     rows, ids = [], []
     prompt = m.template.render(messages, tools) + prefill
-    with ModelStream(llm, prompt) as stream:
+    with ModelStream(llm, prompt, timeout=timeout) as stream:
         for _ in range(int(max_tokens)):
             lp = _log_softmax(stream.logits())
             if temperature == 0:
@@ -86,12 +88,15 @@ def read_reply(llm, messages=LENS_MESSAGES, tools=None, *, prefill=PREFILL, temp
 
 
 def load_recorded(path=RECORDED) -> dict:
-    """The recorded reply (``read_reply``'s dict); a plain error when the file is missing."""
+    """The recorded reply (a ``lreact.recordings`` recording, in ``read_reply``'s shape); a plain
+    error when the file is missing."""
+    from .recordings import lens_view, load
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No recorded reply at {path}: run the lens with the embedded "
                                 "model, or reinstall lreact (its recorded/ folder is missing).")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return lens_view(load(path))
 
 
 def _colour(p: float) -> str:
@@ -106,7 +111,12 @@ def _shown(token: str) -> str:
 def lens_html(reply: dict, *, lowest: int = 3) -> str:
     """The reply as coloured tokens (hover: probability, rank, alternatives), a legend, and the
     ``lowest`` least probable tokens.  Every token text is escaped."""
-    n_vocab = reply["model"].get("n_vocab", "?")
+    n_vocab = reply["model"].get("n_vocab")
+    if n_vocab:
+        among = f"of {n_vocab}"
+    else:           # a server's reply: ranks only within the top it sent (lreact.lens_engines)
+        sent = max((len(row["top"]) for row in reply["tokens"]), default=0)
+        among = f"among the top {sent} the server sent"
     spans = []
     for k, row in enumerate(reply["tokens"]):
         p = float(np.exp(row["logprob"]))
@@ -115,8 +125,8 @@ def lens_html(reply: dict, *, lowest: int = 3) -> str:
             f"</code></td><td>{np.exp(lp):.3f}</td></tr>" for t, lp in row["top"])
         spans.append(
             f"<span class='lens-tok' style='background:{_colour(p)}'>{_shown(row['token'])}"
-            f"<span class='lens-tip'>token {k + 1}: p = {p:.3f}, rank {row['rank']} of "
-            f"{n_vocab}<table>{alts}</table></span></span>")
+            f"<span class='lens-tip'>token {k + 1}: p = {p:.3f}, rank {row['rank']} "
+            f"{html.escape(among)}<table>{alts}</table></span></span>")
     order = sorted(range(len(reply["tokens"])), key=lambda k: reply["tokens"][k]["logprob"])
     unsure = ", ".join(
         f"token {k + 1} <code>{_shown(reply['tokens'][k]['token'])}</code> "
@@ -142,20 +152,34 @@ def lens_html(reply: dict, *, lowest: int = 3) -> str:
 
 
 def probability_lens(messages=LENS_MESSAGES, tools=None, *, live=None, **settings):
-    """The lecture's lens cell: one reply of the embedded model coloured token by token; without
-    it (or with ``live=False``) the recorded reply.  Returns an ``ipywidgets.HTML``."""
+    """The lecture's lens cell: one reply coloured token by token, from the embedded model (every
+    logit), else from the configured Ollama or OpenAI-compatible server (the top log-probabilities
+    it sends, ``lreact.lens_engines``); without a model (or with ``live=False``) the recorded
+    reply, with the reason.  Returns an ``ipywidgets.HTML``."""
     import ipywidgets as w
 
     from .engine_text import parse_reply
+    from .lens_engines import configured_engine_reply
+    from .models import ModelError
 
-    llm = full_logits_model(echo=False) if live is not False else None
+    settings = {**SETTINGS, **settings}
+    llm = full_logits_model(echo=False, download=False) if live is not False else None
+    reply, why = None, "live=False"
     if llm is not None:
-        reply = read_reply(llm, messages, tools, **{**SETTINGS, **settings})
-        where = f"live: {reply['model']['file']} in this kernel"
-    else:
+        try:
+            reply = read_reply(llm, messages, tools, **settings)
+            where = f"live: {reply['model']['file']} in this kernel"
+        except ModelError as e:
+            why = f"the embedded model could not answer: {e}"
+    elif live is not False:
+        reply, why = configured_engine_reply(messages, tools, prefill=PREFILL, **settings)
+        if reply is not None:
+            where = (f"live: {reply['model']['file']} on {reply['model']['engine']} (a server "
+                     f"sends only the top {settings['top']} tokens of each step)")
+    if reply is None:
         reply = load_recorded()
         where = (f"recorded: {reply['model']['file']} (sha256 {reply['model']['sha256'][:12]}…,"
-                 f" {reply['model']['engine']}); a live reply needs the embedded backend")
+                 f" {reply['model']['engine']}); no live reply: {why}")
     call = parse_reply(reply.get("prefill", "") + reply["text"], lambda: "call_1")
     verdict = (f"a valid call: {call.tool_calls[0].name}({call.tool_calls[0].arguments})"
                if call.tool_calls else "no valid tool call (a format error)")

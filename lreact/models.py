@@ -190,6 +190,13 @@ class OllamaLLM:
     def complete(self, prompt: str, *, stop=None, max_tokens=None, **options) -> str:
         """Continue the raw text ``prompt`` (no chat template: ``/api/generate`` with ``raw:
         true``), stopping at any string of ``stop`` (the stop string is not returned)."""
+        return self.generate_raw(prompt, stop=stop, max_tokens=max_tokens, **options)["response"]
+
+    def generate_raw(self, prompt: str, *, stop=None, max_tokens=None, top_logprobs=None,
+                     **options) -> dict:
+        """POST ``/api/generate`` with ``raw: true`` and return the server's JSON (it always
+        holds a ``response`` text).  ``top_logprobs`` (0 to 20) asks for each generated token's
+        log-probability and its most probable alternatives (``logprobs``, since v0.12.11)."""
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
         opts = {**self.options, **{k: v for k, v in options.items() if v is not None}}
@@ -200,11 +207,15 @@ class OllamaLLM:
         payload = {"model": self.model, "prompt": prompt, "raw": True, "stream": False}
         if opts:
             payload["options"] = opts
+        if top_logprobs is not None:
+            if not 0 <= int(top_logprobs) <= 20:
+                raise ValueError("Ollama allows top_logprobs from 0 to 20")
+            payload.update(logprobs=True, top_logprobs=int(top_logprobs))
         data = self._post("/api/generate", payload, size=len(prompt))
         if not isinstance(data.get("response"), str):
             raise OllamaError(f"Ollama at {self.host} answered /api/generate without a "
                               f"`response` text ({_short_json(data)}); update Ollama.")
-        return data["response"]
+        return data
 
     # -- raw access (sweeps, logprobs) ---------------------------------------------------------
     def chat_raw(self, wire_messages, *, tools=None, **extra) -> dict:

@@ -99,7 +99,7 @@ def ask_model(prompt: str, llm=None) -> NextToken:
             backend = configured_backend()
         except ValueError as e:
             raise ModelUnavailable(f"no model backend: {e}") from None
-        llm = full_logits_model(echo=False) if backend == "embedded" else \
+        llm = full_logits_model(echo=False, download=False) if backend == "embedded" else \
             configured_llm(timeout=ASK_TIMEOUT)
         if llm is None:
             raise ModelUnavailable("the embedded backend is configured but its model cannot "

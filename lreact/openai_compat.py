@@ -164,6 +164,12 @@ class OpenAICompatLLM:
     def complete(self, prompt: str, *, stop=None, max_tokens=None, **options) -> str:
         """Continue the raw text ``prompt`` (``/v1/completions``: no chat template), stopping
         at any string of ``stop`` (the stop string is not returned)."""
+        return self.complete_raw(prompt, stop=stop, max_tokens=max_tokens,
+                                 **options).choices[0].text or ""
+
+    def complete_raw(self, prompt: str, *, stop=None, max_tokens=None, logprobs=None, **options):
+        """The engine's whole ``/v1/completions`` answer (it always holds a choice);
+        ``logprobs=k`` (0 to 20) asks for each token's log-probability and top ``k``."""
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
         kw = self._sampling({**self.options, **{k: v for k, v in options.items()
@@ -172,13 +178,19 @@ class OpenAICompatLLM:
             kw["stop"] = [stop] if isinstance(stop, str) else list(stop)
         if max_tokens is not None:
             kw["max_tokens"] = int(max_tokens)
+        features = {"top_k": "top_k"} if "extra_body" in kw else {}
+        if logprobs is not None:
+            if not 0 <= int(logprobs) <= 20:
+                raise ValueError("the OpenAI API allows logprobs from 0 to 20")
+            kw["logprobs"] = int(logprobs)
+            features["logprobs"] = "token log-probabilities (logprobs)"
         result = self._request(lambda: self.client.completions.create(
             model=self.resolved_model(), prompt=prompt, **kw), size=len(prompt),
-            features={"top_k": "top_k"} if "extra_body" in kw else None)
+            features=features or None)
         if not getattr(result, "choices", None):
             raise EngineError(f"The engine at {self.base_url} answered /completions without a "
                               "choice: that is a server fault, not an empty text.")
-        return result.choices[0].text or ""
+        return result
 
     # -- machinery ---------------------------------------------------------------------------
     def resolved_model(self) -> str:

@@ -56,12 +56,13 @@ FALLBACK_LINE = "  Until then the cells that need the real model say so and use 
 
 
 def check_setup(model=None, host=None, timeout: float = 5.0, verbose: bool = False,
-                backend=None) -> SetupReport:
+                backend=None, drift: bool = False) -> SetupReport:
     """Check the configured backend (or ``backend=``: ``"auto"``, ``"ollama"``, ``"openai"``,
     ``"embedded"``; ``auto`` says which one it chose and why, first) at ``host``
     (default ``$LREACT_BASE_URL``, for Ollama also ``$OLLAMA_HOST``) and the ``model`` (default:
     ``$LREACT_MODEL``).  Returns a SetupReport, truthy when the model can be used for the lab;
-    ``verbose=True`` also prints it."""
+    ``verbose=True`` also prints it.  ``drift=True`` also replays the recorded model runs on the
+    configured model and says what changed (``lreact.drift``; its lines end the report)."""
     from .backends import ALIASES, BackendChoice, backend_choice, configured_base_url
 
     try:
@@ -87,6 +88,11 @@ def check_setup(model=None, host=None, timeout: float = 5.0, verbose: bool = Fal
         report = _check_ollama(model or default_model(), host, timeout)
     report.why = f"Backend {choice.backend}, because {choice.reason}." + (
         f" (Instead, {choice.other}.)" if choice.other else "")
+    if drift:
+        from .drift import check_drift
+
+        report.lines.extend(check_drift(timeout=max(float(timeout), 60.0),
+                                       backend=choice.backend).lines)
     return _done(report, verbose)
 
 

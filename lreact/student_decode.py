@@ -9,7 +9,8 @@ functions work on a vector of logits; here a real model supplies that vector at 
   logits and *your* ``pick_token(logits) -> token id`` chooses (e.g. your ``sample_token``);
 - ``GrammarLogits``: the real model's scores for the pieces of the lab's toy grammar
   (``lreact.grammar.VOCAB``), so that your ``generate_constrained`` masks a real model;
-- ``parse_rates``: the same prompts decoded with and without your mask; how many parse.
+- ``parse_rates``: the same prompts decoded with and without your mask, and by the engine's own
+  constrained decoding (llama.cpp's grammar made from ``CALL_SCHEMA``); how many parse.
 
 Only the embedded backend gives every logit at every step (Ollama and OpenAI-compatible servers
 send at most the top 20 log-probabilities of a token): ``full_logits_model()`` says so and
@@ -17,6 +18,7 @@ returns None elsewhere, and these functions then run on the toy model (``llm=Non
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -28,6 +30,14 @@ DEFAULT_TIMEOUT = 120.0
 TOOL_SYSTEM = ('You call tools. Reply with one JSON object and nothing else, either '
                '{"name": "get_weather", "arguments": {"city": "<city>"}} or '
                '{"name": "calculate", "arguments": {"expression": "<arithmetic>"}}.')
+# The lab's two calls as a JSON schema: what the engine's own constrained decoding is held to.
+CALL_SCHEMA = {"anyOf": [
+    {"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
+     "properties": {"name": {"const": json.loads(tool)},
+                    "arguments": {"type": "object", "additionalProperties": False,
+                                  "required": [json.loads(key)],
+                                  "properties": {json.loads(key): {"type": "string"}}}}}
+    for tool, key in grammar.ARG_KEY.items()]}
 TOOL_PROMPTS = ("What's the weather in Berlin?", "Is it raining in Tokyo?",
                 "What is 17*3?", "How warm is it in Paris right now?")
 
@@ -37,9 +47,11 @@ def _log_softmax(z):
     return z - np.log(np.exp(z).sum())
 
 
-def full_logits_model(echo: bool = True):
+def full_logits_model(echo: bool = True, download: bool = True):
     """The embedded model (``EmbeddedLLM``) when the configured backend is the embedded one and
-    it loads; else None, after saying why (plain words) when ``echo``."""
+    it loads; else None, after saying why (plain words) when ``echo``.  ``download=False``: a
+    model file that is not on this machine yet counts as missing (a lecture cell never starts a
+    download)."""
     from .backends import backend_choice, embedded_unavailable
     from .models import ModelError
 
@@ -54,13 +66,15 @@ def full_logits_model(echo: bool = True):
     if grading():
         return no("No model is used while an assignment is graded.")
     try:
-        backend = backend_choice().backend
+        choice = backend_choice()
     except ValueError as e:
         return no(f"No model backend ({e}).")
+    backend = choice.backend
     if backend != "embedded":
-        return no(f"These cells need every logit at every step; the {backend} backend sends at "
-                  "most the top 20 log-probabilities of a token, only the embedded backend "
-                  "(llama.cpp in this kernel, LREACT_BACKEND=embedded) gives them all.")
+        return no(f"These cells need every logit at every step; the {backend} backend (chosen "
+                  f"because {choice.reason}) sends at most the top 20 log-probabilities of a "
+                  "token, only the embedded backend (llama.cpp in this kernel, "
+                  "LREACT_BACKEND=embedded) gives them all.")
     missing = embedded_unavailable()
     if missing:
         return no(f"The embedded backend cannot run: {missing}.")
@@ -68,7 +82,7 @@ def full_logits_model(echo: bool = True):
 
     llm = EmbeddedLLM()
     try:
-        llm.loaded()
+        llm.loaded(download=download)
     except ModelError as e:
         return no(f"The embedded model did not load: {e}")
     return llm
@@ -263,8 +277,10 @@ class GrammarLogits:
 
 @dataclass
 class ParseRates:
-    """Per sample: (prompt, seed, how, text, parses); ``summary()`` the rates."""
+    """Per sample: (prompt, seed, how, text, parses); ``summary()`` the rates.  ``cut``: the
+    (prompt, seed) of engine replies that reached ``max_tokens`` before the call was closed."""
     rows: list
+    cut: list = field(default_factory=list)
 
     def rate(self, how: str):
         hits = [r[4] for r in self.rows if r[2] == how]
@@ -272,9 +288,13 @@ class ParseRates:
 
     def summary(self) -> str:
         lines = []
-        for how in ("unconstrained", "constrained"):
+        for how in ("unconstrained", "constrained", "engine"):
             ok, n = self.rate(how)
-            lines.append(f"{how:>13}: {ok} of {n} parse ({ok / max(n, 1):.0%})")
+            if n:
+                lines.append(f"{how:>13}: {ok} of {n} parse ({ok / max(n, 1):.0%})")
+        if self.cut:
+            lines[-1] += (f"; {len(self.cut)} stopped at max_tokens inside the call (the schema "
+                          "allows any string, so a value can run on)")
         return "\n".join(lines)
 
 
@@ -282,12 +302,14 @@ def parse_rates(llm, *, sample_token, generate_constrained, prompts=TOOL_PROMPTS
                 seeds=range(3), temperature=1.0, max_tokens=48, system=TOOL_SYSTEM,
                 timeout=DEFAULT_TIMEOUT) -> ParseRates:
     """For every prompt and seed: the model's reply drawn freely with ``sample_token`` (whole
-    vocabulary, ``temperature``), and drawn by ``generate_constrained(logits_fn, rng)`` over the
-    grammar's pieces (``GrammarLogits``); whether each parses as one call of the lab's tools
-    (``grammar.parses``).  ``llm=None``: the toy model (the prompt is then not read)."""
+    vocabulary, ``temperature``), drawn by ``generate_constrained(logits_fn, rng)`` over the
+    grammar's pieces (``GrammarLogits``), and, on a real model, drawn by the engine itself under
+    its grammar for ``CALL_SCHEMA`` (row ``"engine"``: same temperature and seed, whole
+    vocabulary); whether each parses as one call of the lab's tools (``grammar.parses``).
+    ``llm=None``: the toy model (the prompt is then not read, and there is no engine row)."""
     from .messages import SystemMessage, UserMessage
 
-    rows = []
+    rows, cut = [], []
     for prompt in prompts:
         messages = [SystemMessage(system), UserMessage(prompt)]
         for seed in seeds:
@@ -306,4 +328,20 @@ def parse_rates(llm, *, sample_token, generate_constrained, prompts=TOOL_PROMPTS
                         lambda prefix: bridge(prefix) / max(temperature, 1e-6), rng)
             text = grammar.detokenize(ids)
             rows.append((prompt, seed, "constrained", text, grammar.parses(text)))
-    return ParseRates(rows)
+            if llm is not None:
+                text, finish = engine_constrained(llm, messages, seed=seed, temperature=temperature,
+                                                  max_tokens=max_tokens, timeout=timeout)
+                rows.append((prompt, seed, "engine", text, grammar.parses(text)))
+                if finish == "length" and not rows[-1][4]:
+                    cut.append((prompt, seed))
+    return ParseRates(rows, cut)
+
+
+def engine_constrained(llm, messages, *, seed, temperature, max_tokens, timeout=DEFAULT_TIMEOUT):
+    """The engine's own constrained decoding of one reply: llama.cpp samples under the grammar it
+    makes from ``CALL_SCHEMA`` (structured outputs; lecture Part I, "Constrained decoding").
+    Returns the text and why generation stopped (``"stop"``, or ``"length"`` at ``max_tokens``)."""
+    engine = type(llm)(llm.model_path, n_ctx=llm.n_ctx, timeout=timeout, temperature=temperature,
+                       top_p=1.0, top_k=0, seed=seed, max_tokens=max_tokens)
+    text = engine.chat_text(messages, json_schema=CALL_SCHEMA)
+    return text, engine.last.get("finish")

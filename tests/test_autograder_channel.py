@@ -125,6 +125,15 @@ def draw_choice(rng, p, n):
     out = [int(rng.choice(len(q), p=q)) for _ in range(n)]
     q[:] = 0                   # changing an argument after the draw does not change the log
     return out, isinstance(rng, np.random.Generator)
+def draw_shifting(rng, n):
+    import numpy as np
+    lam, out = np.array([2.0, 3.0]), []
+    for i in range(n):
+        out.extend(int(x) for x in rng.poisson(lam))   # how much it draws depends on lam
+        if i % 3 == 2:              # the same array, changed in place: other arguments
+            lam *= 4
+    out.append(int(rng.integers(0, 10)))
+    return out
 def forge_log(rng):
     rng.lreact_log.append(["__setstate__", [], [], 1])
     return 1
@@ -136,6 +145,14 @@ def call_many(fn, z, n):
         p = fn(z)
         out.append(float(p[0]))
         p[0] = -1.0            # changing a result changes only this copy
+    return out
+def call_many_scaled(fn, z, t, n):
+    import numpy as np
+    z, out = np.asarray(z, dtype=float), []
+    for _ in range(n):
+        p = fn(z, t)
+        out.append(float(p[0]))
+        p[0] = 7.0             # changing a result changes only this copy
     return out
 def peek(obj):
     out = []
@@ -210,6 +227,53 @@ def test_a_pure_function_of_the_tests_is_asked_once_per_distinct_arguments(pair,
     assert labchecks.reference("sampling", "temperature_softmax").lreact_pure is True
 
 
+def test_a_pure_call_with_array_and_number_arguments_is_served_from_its_quick_key(pair):
+    """The cache's quick path (arrays, numbers: keyed by type and bytes, no encoding): asked
+    once per distinct arguments; each caller gets its own copy; equal-looking arguments of
+    another type or sign are other arguments."""
+    calls = []
+
+    def scale(z, t):
+        calls.append((list(z), t, type(t).__name__))
+        return np.asarray(z, dtype=float) * t
+
+    scale.lreact_pure = True
+    z = [2.0, 4.0]
+    assert pair.ns["call_many_scaled"](scale, z, 0.5, 4) == [1.0] * 4
+    assert pair.ns["call_many_scaled"](scale, z, 0.5, 2) == [1.0] * 2   # still cached
+    assert calls == [([2.0, 4.0], 0.5, "float")]
+    assert pair.ns["call_many_scaled"](scale, z, -0.0, 1) == [-0.0]
+    assert pair.ns["call_many_scaled"](scale, z, 0.0, 1) == [0.0]
+    assert pair.ns["call_many_scaled"](scale, z, 1, 1) == [2.0]
+    assert pair.ns["call_many_scaled"](scale, z, True, 1) == [2.0]
+    assert [c[1:] for c in calls[1:]] == [(-0.0, "float"), (0.0, "float"), (1, "int"),
+                                          (True, "bool")]
+
+
+def test_the_quick_key_tells_apart_what_the_encoding_tells_apart():
+    from autograder.quickkey import fresh_copy as _fresh, quick_key as _quick_key
+
+    a = np.array([1.0, 2.0])
+    assert _quick_key(1, (a, 0.5), {}) == _quick_key(1, (a.copy(), 0.5), {})
+    assert _quick_key(1, (a,), {}) != _quick_key(2, (a,), {})
+    assert _quick_key(1, (a,), {}) != _quick_key(1, (a.astype(np.float32),), {})
+    assert _quick_key(1, (a,), {}) != _quick_key(1, (a.reshape(2, 1),), {})
+    assert len({_quick_key(1, (x,), {}) for x in (1, 1.0, True, 0.0, -0.0, "1", None)}) == 7
+    assert _quick_key(1, (a,), {"t": 0.5}) == _quick_key(1, (a,), {"t": 0.5})
+    lists = [[1.0, 2.0], (1.0, 2.0), [1, 2.0], [[1.0, 2.0]], np.array([1.0, 2.0])]
+    assert len({_quick_key(1, (x,), {}) for x in lists}) == 5    # a list is not its array
+    assert _quick_key(1, ([1.0, 2.0],), {}) == _quick_key(1, ([1.0, 2.0],), {})
+    assert _quick_key(1, ([[[1.0]]],), {}) is None              # deeper: the encoded key
+    assert _quick_key(1, ([1.0, {"a": 1}],), {}) is None        # other kinds: the encoded key
+    assert _quick_key(1, (np.array(["x"]),), {}) is None
+    assert _quick_key(1, (a.astype(object),), {}) is None
+    assert _quick_key(1, (np.float64(1.0),), {}) is None        # a numpy scalar is not a float
+    kept = np.array([1.0])
+    copy = _fresh(kept)
+    copy[0] = 9.0
+    assert kept[0] == 1.0 and _fresh([1.0]) is None and _fresh(2.5) == 2.5
+
+
 def test_a_generator_crosses_by_its_state_and_moves_on_as_in_one_kernel(pair):
     # the answer draws from a Generator built from the test's state; the test's rng then
     # continues where the answer left it, exactly as if both ran in one process
@@ -233,6 +297,49 @@ def test_the_tests_rng_moves_only_by_its_own_methods_replayed_here(pair):
     with pytest.raises(TypeError, match="malformed"):
         pair.ns["forge_log"](rng)
     assert rng.bit_generator.state == alone.bit_generator.state
+
+
+def test_an_array_changed_in_place_between_draws_is_logged_as_the_new_call(pair):
+    rng, alone = np.random.default_rng(4), np.random.default_rng(4)
+    lam, expected = np.array([2.0, 3.0]), []
+    for i in range(12):
+        expected.extend(int(x) for x in alone.poisson(lam))
+        if i % 3 == 2:
+            lam *= 4
+    expected.append(int(alone.integers(0, 10)))
+    assert pair.ns["draw_shifting"](rng, 12) == expected
+    assert rng.bit_generator.state == alone.bit_generator.state
+
+
+@pytest.mark.parametrize("bits", ["PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"])
+def test_a_replayed_run_of_identical_calls_moves_the_rng_as_the_calls_did(bits):
+    """The replay batches a run of identical ``random()``, ``standard_normal()`` and
+    ``choice(a, p=p)`` calls into one call with ``size``: proved here against the calls one by
+    one, on every bit generator numpy ships; ``integers`` (which buffers) is replayed singly."""
+    from autograder import mirror
+    from autograder.codec import Codec
+
+    codec = Codec("T")
+    p = np.array([0.5, 0.2, 0.2, 0.1])
+    entries = [("random", [], {}), ("standard_normal", [], {}), ("choice", [4], {"p": p}),
+               ("choice", [np.arange(10, 14)], {"p": p.tolist()}), ("integers", [0, 10], {}),
+               ("integers", [0, 2**40], {})]
+    for seed in range(3):
+        for name, args, kw in entries:
+            for count in (1, 2, 7, 1000):
+                ours = np.random.Generator(getattr(np.random, bits)(seed))
+                alone = np.random.Generator(getattr(np.random, bits)(seed))
+                enc_args, enc_kw = codec.encode_arguments(args, kw)
+                mirror.replay(codec, ours, [[name, enc_args, enc_kw, count]])
+                method = getattr(alone, name)
+                for _ in range(count):
+                    method(*args, **kw)
+                # the same state: the next raw outputs agree (MT19937's state holds an array)
+                assert list(ours.bit_generator.random_raw(8)) == \
+                    list(alone.bit_generator.random_raw(8)), (name, count)
+    assert not mirror._draws_alike("integers", [0, 10], {})
+    assert not mirror._draws_alike("choice", [4], {"p": p, "replace": False})
+    assert not mirror._draws_alike("choice", [4], {})
 
 
 def test_repeat_makes_n_calls_in_one_request_with_the_same_arguments(pair):

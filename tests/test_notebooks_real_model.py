@@ -42,8 +42,9 @@ LAB1 = ROOT / "solutions" / "lecture-ReAct-lab" / "lecture-ReAct-lab.ipynb"
 LAB2 = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
 OVERVIEW = ROOT / "lectures" / "lecture-ReAct.ipynb"
 SAMPLING = ROOT / "lectures" / "lecture-ReAct-1-sampling.ipynb"
+MESSAGES = ROOT / "lectures" / "lecture-ReAct-4-messages.ipynb"
 NOTEBOOKS = {"lab1": LAB1, "lab2": LAB2, "lecture-overview": OVERVIEW,
-             "lecture-sampling": SAMPLING}
+             "lecture-sampling": SAMPLING, "lecture-messages": MESSAGES}
 ARTIFACTS = ROOT / "artifacts" / "notebooks"
 NO_OLLAMA = "http://127.0.0.1:9"   # the discard port: refused at once
 CELL_TIMEOUT = 600                 # seconds per cell: a bound on a stuck model, never a hang
@@ -54,7 +55,10 @@ pytestmark = [real_model, pytest.mark.slow]
 # Lines a live cell prints only on its fallback path (none may show on a real model).
 FALLBACK = ("scripted model", "Sweep skipped", "The sweep stopped", "worked example",
             "could not give", "could not answer", "No backend answers",
-            "real-model cell is skipped", "✗")
+            "real-model cell is skipped", "The grid could not run", "the grid is skipped",
+            "the course's loop is measured instead", "Characters / 4 only",
+            "No model engine here", "The engine stopped", "The model stopped the comparison",
+            "The comparison did not run", "✗")
 
 # Probe cells inserted after a cell (by id): they print what the kernel holds, prefixed PROBE.
 PROBES = {
@@ -157,6 +161,8 @@ def engine(tmp_path_factory):
 def backend(request, monkeypatch):
     _clean(monkeypatch)
     monkeypatch.setenv("LREACT_BACKEND", request.param)
+    monkeypatch.setenv("LREACT_GRID_QUESTIONS", "1")      # lab 2's sampling grid, kept small
+    monkeypatch.setenv("LREACT_METHODS_TASKS", "3")       # lab 2's ReAct / Act / CoT, kept small
     if request.param == "embedded":
         monkeypatch.setenv("LREACT_GGUF", MODEL)
     else:
@@ -184,7 +190,8 @@ def assert_no_fallback(name, out, backend):
 def test_lab1_on_a_real_model(backend, tmp_path):
     nb, out, times = run_notebook("lab1", tmp_path)
     record(backend, "lab1", out, times, ["setup", "sweep", "first-token", "probe-first-token",
-                                         "live-setup", "round-trip", "full-loop"])
+                                         "real-sampler", "real-mask", "live-setup",
+                                         "round-trip", "full-loop"])
     assert_no_fallback("lab1", out, backend)
     assert f"backend {backend}" in out["setup"]
     # A.6: every setting sampled on the model
@@ -200,12 +207,21 @@ def test_lab1_on_a_real_model(backend, tmp_path):
     assert out["round-trip"].startswith("model turn 1: AssistantMessage(")
     assert out["full-loop"].count("-> returned:") == 3, out["full-loop"]
     assert out["full-loop"].count("pairing: ok") == 3
+    # A.8 (issue 18 §3): the student's sampler and mask on the model's own logits (embedded),
+    # beside the engine's grammar; a server sends no full logits, and the cells say so
+    if backend == "embedded":
+        assert out["real-sampler"].count("T = ") == 3 and "(toy model)" not in out["real-sampler"]
+        mask = out["real-mask"]
+        assert "  constrained: 8 of 8 parse (100%)" in mask, mask
+        assert "unconstrained: " in mask and "       engine: " in mask and " of 8 parse" in mask
+    else:
+        assert "only the embedded backend" in out["real-sampler"] and "engine:" not in out["real-mask"]
 
 
 def test_lab2_on_a_real_model(backend, tmp_path):
     nb, out, times = run_notebook("lab2", tmp_path)
-    record(backend, "lab2", out, times, ["lab2-setup", "c-live-setup", "c-live-run",
-                                         "c-structured", "d-setup", "d-mcp-live", "d-compare",
+    record(backend, "lab2", out, times, ["lab2-setup", "c-live-setup", "c-drift", "c-live-run",
+                                         "c-rates-grid", "c-structured", "d-setup", "d-mcp-live", "d-compare", "d-methods",
                                          "d-ex11-live"])
     assert_no_fallback("lab2", out, backend)
     assert f"backend {backend}" in out["lab2-setup"]
@@ -214,6 +230,18 @@ def test_lab2_on_a_real_model(backend, tmp_path):
     # C.3 live: three questions, each through both loops, on the model
     assert out["c-live-run"].count("-- run_agent returned") == 3, out["c-live-run"]
     assert out["c-live-run"].count("-- run_agent_hardened returned") == 3
+    # C.1's recordings replayed (issue 18 §5): unchanged on their own model; a server says why not
+    from lreact import recordings
+    if backend == "embedded":
+        assert out["c-drift"].count(": no change (") == len(recordings.names()), out["c-drift"]
+    else:
+        assert "cannot reproduce them" in out["c-drift"], out["c-drift"]
+    # C.3's sampling grid (issue 18 §4): every setting ran on the model, the table and the plot
+    grid = out["c-rates-grid"]
+    assert "16 settings x 1 questions" in grid and outputs_with_mime(nb, "c-rates-grid", "image/png")
+    table = grid.split("-" * 20)[-1].strip("-\n").splitlines()[:16]
+    ran = [row for row in table if row.split()[3] == "1" and "not run" not in row]
+    assert len(table) == 16 and len(ran) == (16 if backend == "embedded" else 8), grid
     # C.4: the toy grammar, then N replies on the model, free and with the schema
     assert "The configured model (backend " in out["c-structured"]
     assert "free            :" in out["c-structured"]
@@ -232,21 +260,42 @@ def test_lab2_on_a_real_model(backend, tmp_path):
         ["difference", "text", "ReAct"], ["native"] + table[3].split()[1:3],
         ["total", "text", "ReAct"], ["native"] + table[5].split()[1:3]], table
     assert all(row.split()[0] == "native" and row.split()[1].isdigit() for row in table[1::2])
+    # D.2: ReAct against Act and CoT on the model, with the engine's token counts (issue 18 §6)
+    methods = out["d-methods"]
+    assert "3 tasks per method (LREACT_METHODS_TASKS=3)" in methods, methods
+    assert all(f"\n{m} " in methods or f"\n  {m} " in methods for m in ("ReAct", "Act", "CoT"))
     # D.3: both action spaces ran on the model
     assert out["d-ex11-live"].count("model calls:") == 2, out["d-ex11-live"]
 
 
-@pytest.mark.parametrize("name", ["lecture-overview", "lecture-sampling"])
+@pytest.mark.parametrize("name", ["lecture-overview", "lecture-sampling", "lecture-messages"])
 def test_lecture_on_a_real_model(backend, name, tmp_path):
     nb, out, times = run_notebook(name, tmp_path)
-    live = "setup-check" if name == "lecture-overview" else "qwen-widget"
-    record(backend, name, out, times, [live])
+    live = {"lecture-overview": ["setup-check"], "lecture-sampling": ["qwen-widget"],
+            "lecture-messages": ["budget-engine-count", "kv-reuse"]}[name]
+    record(backend, name, out, times, live)
     assert_no_fallback(name, out, backend)
-    if name == "lecture-overview":
+    live = live[0]
+    if name == "lecture-messages":     # the engine's own token counts and the prompt cache (§6)
+        budget, reuse = out["budget-engine-count"], out["kv-reuse"]
+        assert budget.count("counted by the engine") == 6, budget     # every call of both runs
+        if backend == "embedded":       # the engine times its prompt: the ratios are measured
+            assert reuse.count("computed, prompt evaluation") == 3, reuse
+            assert "new system prompt / same prefix:" in reuse and "x the prompt time" in reuse
+        else:                           # llama-cpp-python's server sends no prompt time: said so
+            assert "the speed-up cannot be measured here" in reuse, reuse
+    elif name == "lecture-overview":
         assert f"Backend {backend}" in out[live] and "✓" in out[live]
     else:
         assert f"{Path(MODEL).name} ({backend} backend): top-20 first tokens" in out[live]
         assert outputs_with_mime(nb, live, "application/vnd.jupyter.widget-view+json")
+        # the probability lens went live: in the kernel, or on the engine's top-5 (issue 18 §2)
+        states = nb.metadata.get("widgets", {}).get(
+            "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+        lens = "".join(str(m.get("state", {}).get("value", "")) for m in states.values()
+                       if "lens-box" in str(m.get("state", {}).get("value", "")))
+        where = "in this kernel" if backend == "embedded" else "on OpenAI-compatible at"
+        assert "live: " in lens and where in lens and "recorded:" not in lens, lens[:400]
 
 
 # -- without a model -------------------------------------------------------------------------------
@@ -267,10 +316,16 @@ def test_notebook_without_a_model_says_what_to_set_and_goes_on(name, monkeypatch
     elif name == "lab2":
         assert said in out["c-live-setup"] and said in out["d-setup"]
         assert "[scripted model: no usable backend (embedded)" in out["c-live-run"]
+        assert "Drift check: nothing replayed" in out["c-drift"] and said in out["c-drift"]
+        assert "No model answers, so the grid is skipped" in out["c-rates-grid"]
         assert "No backend answers" in out["c-structured"]
         assert "scripted models (no model server)" in out["d-compare"]
+        assert "scripted models (no model server)" in out["d-methods"]
     elif name == "lecture-overview":
         assert said in out["setup-check"]
+    elif name == "lecture-messages":
+        assert "Characters / 4 only" in out["budget-engine-count"]
+        assert "No model engine here" in out["kv-reuse"]
     else:
         assert "The real-model cell is skipped" in out["qwen-widget"]
         assert said in out["qwen-widget"]

@@ -406,3 +406,62 @@ def test_a_small_models_text_call_reaches_the_harness_unchanged(router):
     assert "invalid JSON" in bodies[1]["messages"][3]["content"]
     assert bodies[2]["messages"][-1] == {"role": "tool", "content": "12°C, rainy",
                                          "tool_call_id": "call_ab12cd34", "tool_name": "get_weather"}
+
+
+# -- the probability lens (issue 18 §2) ------------------------------------------------------------
+
+def test_the_lens_on_ollama_sends_the_raw_qwen_text_and_reads_every_token(router):
+    from lreact import lens, lens_engines
+
+    fx, route = replay(router, "generate_lens_logprobs")
+    reply = lens_engines.read_reply_engine(make_llm(), lens.LENS_MESSAGES, TOOLS,
+                                           prefill=lens.PREFILL, temperature=0, seed=42,
+                                           max_tokens=48, top=3)
+    assert sent_json(route) == fx["request"]["json"]        # raw prompt, prefill, logprobs asked
+    wire = fx["response"]["json"]["logprobs"]
+    assert [r["token"] for r in reply["tokens"]] == [e["token"] for e in wire]
+    assert "".join(r["token"] for r in reply["tokens"]) == reply["text"]
+    city = next(r for r in reply["tokens"] if r["token"] == "Ber")
+    assert city["rank"] == 1 and city["top"][1] == ["Munich", -1.2]
+    html_text = lens.lens_html(reply)
+    assert "least sure: token 15 <code>Ber</code>" in html_text
+    assert "rank 1 among the top 3 the server sent" in html_text and "of ?" not in html_text
+    assert "p = 0.407" in html_text                     # exp(-0.9), the city's probability
+
+
+def test_the_lens_says_plainly_when_ollama_sends_no_logprobs(router):
+    from lreact import lens, lens_engines
+
+    fx = load("generate_lens_logprobs")
+    answer = {k: v for k, v in fx["response"]["json"].items() if k != "logprobs"}
+    router.post(HOST + "/api/generate").mock(return_value=httpx.Response(200, json=answer))
+    with pytest.raises(lens_engines.LensUnavailable) as e:
+        lens_engines.read_reply_engine(make_llm(), lens.LENS_MESSAGES, TOOLS,
+                                       prefill=lens.PREFILL, top=3)
+    assert "older than v0.12.11" in str(e.value) and "Update Ollama" in str(e.value)
+
+
+def test_the_lecture_lens_goes_live_on_ollama_and_says_so(router, monkeypatch):
+    from lreact import lens
+
+    for var, value in (("LREACT_BACKEND", "ollama"), ("LREACT_MODEL", "qwen2.5:7b"),
+                       ("OLLAMA_HOST", HOST)):
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("LREACT_GRADING", raising=False)
+    fx, route = replay(router, "generate_lens_logprobs")
+    page = lens.probability_lens().value
+    assert route.call_count == 1 and sent_json(route)["top_logprobs"] == lens.SETTINGS["top"]
+    assert f"live: qwen2.5:7b on Ollama at {HOST}" in page and "recorded:" not in page
+    assert "a valid call: get_weather({&quot;city&quot;: &quot;Berlin&quot;})" in page
+    assert "rank 1 among the top 3 the server sent" in page
+
+
+def test_the_lecture_lens_without_a_server_shows_the_recording_and_why(monkeypatch):
+    from lreact import lens
+
+    for var, value in (("LREACT_BACKEND", "ollama"), ("OLLAMA_HOST", "http://127.0.0.1:9")):
+        monkeypatch.setenv(var, value)
+    page = lens.probability_lens().value
+    assert "recorded: SmolLM2-135M-Instruct" in page
+    assert "no live reply: Cannot reach an Ollama server at http://127.0.0.1:9" in page
+    assert "ollama serve" in page and "rank 1 of 49152" in page

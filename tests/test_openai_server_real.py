@@ -300,6 +300,26 @@ def test_first_token_log_probabilities(plain_engine):
     assert sum(math.exp(lp) for lp in logprobs) <= 1 + 1e-6
 
 
+def test_the_probability_lens_on_the_engine(plain_engine):
+    """The lens (issue 18 §2) on a server: each token's log-probability and the top 5 the engine
+    sends, after the <tool_call> prefill; the engine's own text is what the rows spell."""
+    from lreact import lens, lens_engines
+
+    reply = lens_engines.read_reply_engine(llm_at(plain_engine), lens.LENS_MESSAGES, TOOLS,
+                                           prefill=lens.PREFILL, temperature=0, seed=0,
+                                           max_tokens=24, top=5)
+    rows = reply["tokens"]
+    assert 0 < len(rows) <= 24 and "".join(r["token"] for r in rows) == reply["text"]
+    for r in rows:
+        names = [t for t, _ in r["top"]]
+        assert len(r["top"]) <= 5 and r["logprob"] <= 0
+        assert r["rank"] == (names.index(r["token"]) + 1 if r["token"] in names else ">5")
+    # temperature 0 is not always rank 1 here: the engine's repeat penalty (1.1 by default)
+    # reshapes the scores it picks from, while the log-probabilities it sends are the model's
+    assert sum(r["rank"] == 1 for r in rows) > len(rows) // 2
+    assert "<span class='lens-tok'" in lens.lens_html(reply)
+
+
 def test_any_model_name_is_served_and_reported_so(plain_engine, openai_env):
     reply = llm_at(plain_engine, "no-such-model", temperature=0, max_tokens=8)([BERLIN])
     assert isinstance(reply, AssistantMessage) and reply.text     # the engine's one model answers

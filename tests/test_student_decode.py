@@ -10,6 +10,8 @@ issue 18 §3; lab 1, Part A, after A.7).
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -115,4 +117,27 @@ def test_the_students_mask_makes_every_real_reply_parse(embedded_env):
                            prompts=sd.TOOL_PROMPTS[:2], seeds=range(2), max_tokens=40)
     ok, n = rates.rate("constrained")
     assert (ok, n) == (4, 4)
+    # the engine's own grammar (structured outputs) on the same prompts and seeds: every reply
+    # parses, or stopped at max_tokens inside the call (its schema lets a string run on)
+    ok, n = rates.rate("engine")
+    assert n == 4 and ok + len(rates.cut) == 4
+    for prompt, seed, how, text, parses in rates.rows:
+        if how == "engine" and not parses:
+            assert (prompt, seed) in rates.cut and text.lstrip().startswith("{")
+    assert rates.rate("unconstrained")[1] == 4
     print("\n" + rates.summary())
+
+
+def test_the_call_schema_admits_exactly_the_grammars_calls():
+    import jsonschema
+
+    for text in ('{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+                 '{"name": "calculate", "arguments": {"expression": "2+2"}}'):
+        assert grammar.parses(text)
+        jsonschema.validate(json.loads(text), sd.CALL_SCHEMA)
+    for text in ('{"name": "get_weather", "arguments": {"expression": "2+2"}}',
+                 '{"name": "search", "arguments": {"q": "x"}}',
+                 '{"name": "calculate", "arguments": {"expression": 4}}'):
+        assert not grammar.parses(text)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(json.loads(text), sd.CALL_SCHEMA)
