@@ -14,8 +14,10 @@ where it went wrong.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
+import os
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +38,15 @@ def _log_softmax(z):
 
 
 def file_digest(path) -> str:
-    """The sha256 of a file (the model file a recording came from)."""
+    """The sha256 of a file (the model file a recording came from), read once per version of
+    the file (its size and modification time): a model file is hundreds of MB, and every live
+    lens and every replayed recording asks for it."""
+    st = os.stat(path)
+    return _digest(os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _digest(path, _size, _mtime_ns) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
