@@ -51,35 +51,42 @@ def is_mirror(x) -> bool:
 def _logged(state: dict, name: str, method):
     """``method`` of a mirror, logging each call in ``state["lreact_log"]``."""
 
-    def logged(*args, **kwargs):
-        log, codec = state["lreact_log"], state["lreact_codec"]
-        last = log[-1] if log else None
-        quick = quick_key(name, args, kwargs)
-        if quick is not None and state.get("lreact_quick") == (quick, id(last)) \
-                and last[3] < MAX_LOG:
-            same = True              # the last entry's call again: no need to encode it
-        else:
-            try:
-                entry = [name, *codec.encode_arguments(args, kwargs)]
-            except NotPlainData as e:
-                raise TypeError(f"rng.{name} was given something the grader cannot pass on to "
-                                f"the test's rng: {e}") from None
-            same = last is not None and last[0] == name and last[1] == entry[1] \
-                and last[2] == entry[2] and last[3] < MAX_LOG
-        if not same and len(log) >= MAX_LOG:
-            raise RuntimeError(f"more than {MAX_LOG} different rng calls in one call")
+    def call(args, kwargs):
         state["lreact_depth"] = 1
         try:
-            value = method(*args, **kwargs)
+            return method(*args, **kwargs)
         finally:
             state["lreact_depth"] = 0
+
+    def logged(*args, **kwargs):
+        log = state["lreact_log"]
+        quick = quick_key(name, args, kwargs)
+        again = state["lreact_again"]           # (quick key, entry) of the last call logged
+        if quick is not None and again is not None and again[0] == quick:
+            entry = again[1]
+            if entry[3] < MAX_LOG and log and log[-1] is entry:
+                value = call(args, kwargs)      # the last call again: count it, no encoding
+                entry[3] += 1
+                return value
+        try:
+            entry = [name, *codec.encode_arguments(args, kwargs)]
+        except NotPlainData as e:
+            raise TypeError(f"rng.{name} was given something the grader cannot pass on to "
+                            f"the test's rng: {e}") from None
+        last = log[-1] if log else None
+        same = last is not None and last[0] == name and last[1] == entry[1] \
+            and last[2] == entry[2] and last[3] < MAX_LOG
+        if not same and len(log) >= MAX_LOG:
+            raise RuntimeError(f"more than {MAX_LOG} different rng calls in one call")
+        value = call(args, kwargs)
         if same:
             last[3] += 1
         else:
             log.append(entry + [1])
-        state["lreact_quick"] = (quick, id(log[-1])) if quick is not None else None
+        state["lreact_again"] = (quick, log[-1]) if quick is not None else None
         return value
 
+    codec = state["lreact_codec"]
     return logged
 
 
@@ -100,6 +107,7 @@ def _mirror_class():
             self.lreact_codec = codec
             self.lreact_depth = 0       # calls a method makes inside (choice -> random): no log
             self.lreact_logged = {}
+            self.lreact_again = None
 
         def __getattribute__(self, name):
             if name in REPLAYED:

@@ -5,9 +5,9 @@ its own sandbox run (``sandbox.launch``: its own user, cgroup and wall clock), b
 their job with their imports done.  ``Pair.run(student_job, tester_job)`` gives them their jobs
 and returns the trusted process's result: the parent only ever reads that.
 ``ProcessPool`` keeps a few student processes warm while a class is graded, and reuses the
-trusted processes (``Tester``): a student process serves one submission and ends; a trusted
-process, which never runs student code, goes on to the next one (``trusted.py``).  Its state
-is its own.
+trusted processes (``Tester``), one per worker: a student process serves one submission and
+ends; a trusted process, which never runs student code, goes on to the next one, grading each
+in a child forked from its untouched state (``trusted.py``).
 """
 from __future__ import annotations
 
@@ -158,15 +158,17 @@ class Pair:
 class ProcessPool:
     """Student processes started ahead of time (``take`` hands one out and starts its
     replacement), and the trusted processes (``Tester``) that go back and forth between runs.
-    With ``size`` 0 nothing is kept: every run starts both processes and ends them."""
+    With ``size`` 0 nothing is kept: every run starts both processes and ends them.
+    ``runs``: how many runs at most will be asked for (None: not known); no process is
+    started ahead for a run that will not come."""
 
-    def __init__(self, state: paths.State | None = None, size: int = 0):
+    def __init__(self, state: paths.State | None = None, size: int = 0, runs: int | None = None):
         self.state = paths.state(state)
         self.size = max(0, int(size))
+        self.runs_left = runs
         self._lock = threading.Lock()
         self._waiting: list = []
         self._testers: list = []      # idle trusted processes
-        self._tester_count = 0        # started and not yet retired (idle or in a run)
 
     def resize(self, size: int) -> None:
         self.size = max(0, int(size))
@@ -176,17 +178,15 @@ class ProcessPool:
             found = next((p for p in self._waiting if p.mode == mode and p.alive()), None)
             if found:
                 self._waiting.remove(found)
-            refill = self.size > 0
+            if self.runs_left is not None:
+                self.runs_left -= 1
+            refill = self.size > 0 and (self.runs_left is None or self.runs_left > len(
+                [p for p in self._waiting if p.mode == mode]))
         if refill:
             threading.Thread(target=self._refill, args=(mode,), daemon=True).start()
         pair = found or Pair(self.state, mode)
         try:
-            tester = self._idle_tester(mode)
-            if tester is None:
-                tester = Tester(self.state, mode, pair.kit)
-                if self.size:
-                    with self._lock:
-                        self._tester_count += 1
+            tester = self._idle_tester(mode) or Tester(self.state, mode, pair.kit)
             pair.attach(tester, self if self.size else None)
         except BaseException:
             pair.cleanup()
@@ -199,7 +199,6 @@ class ProcessPool:
                 self._testers.remove(tester)
                 if tester.mode == mode and tester.alive():
                     return tester
-                self._tester_count -= 1
                 threading.Thread(target=tester.cleanup, daemon=True).start()
         return None
 
@@ -208,48 +207,30 @@ class ProcessPool:
             if self.size and len(self._testers) < self.size:
                 self._testers.append(tester)
                 return
-            self._tester_count -= 1
         tester.cleanup()
 
     def _refill(self, mode: str) -> None:
+        """Start a student process ahead for the next run.  Trusted processes are not started
+        here: each worker's first run starts one (``take``) and every later run reuses it."""
         with self._lock:
             if sum(1 for p in self._waiting if p.mode == mode) >= self.size:
                 return
-            start_tester = self._tester_count < self.size
-            if start_tester:
-                self._tester_count += 1
         try:
             pair = Pair(self.state, mode)
         except Exception:  # noqa: BLE001 - the next run simply starts cold
-            pair = None
-        tester = None
-        if start_tester:
-            try:
-                tester = Tester(self.state, mode, kits.build(self.state))
-            except Exception:  # noqa: BLE001 - a run starts one when it needs it
-                with self._lock:
-                    self._tester_count -= 1
+            return
         with self._lock:
-            keep = bool(self.size)
-            if keep and pair is not None and len(self._waiting) < self.size:
+            if self.size and len(self._waiting) < self.size:
                 self._waiting.append(pair)
                 pair = None
-            if keep and tester is not None:
-                self._testers.append(tester)
-                tester = None
-            elif tester is not None:
-                self._tester_count -= 1
         if pair is not None:
             pair.cleanup()
-        if tester is not None:
-            tester.cleanup()
 
     def drain(self) -> None:
         with self._lock:
             self.size = 0
             waiting, self._waiting = self._waiting, []
             testers, self._testers = self._testers, []
-            self._tester_count -= len(testers)
         for pair in waiting:
             pair.cleanup()
         for tester in testers:
@@ -268,7 +249,7 @@ def in_pool(state, jobs: int, items: list, work, *, desc: str, progress: bool) -
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=len(items), desc=desc, unit="submission", file=sys.stderr)
-    pool = ProcessPool(state, size=min(jobs, len(items)))
+    pool = ProcessPool(state, size=min(jobs, len(items)), runs=len(items))
     run = {"pool": pool, "state": state}
     out = []
     try:

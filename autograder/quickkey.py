@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 
 _SCALARS = (bool, int, str, type(None))
+_EXACT = frozenset(_SCALARS)      # types whose == is the encoded value's (unlike float's -0.0)
 
 
 MAX_ITEMS = 4096      # items of a list or tuple, or of an array, keyed (a longer one: no key)
@@ -29,6 +30,9 @@ def _part(x, depth=0):
     if t is float:
         return ("float", x.hex())
     if (t is list or t is tuple) and depth < 2 and len(x) <= MAX_ITEMS:
+        kinds = set(map(type, x))
+        if len(kinds) == 1 and kinds <= _EXACT:      # e.g. a prefix of token ids: one tuple
+            return (t.__name__, kinds.pop().__name__, tuple(x))
         parts = tuple(_part(v, depth + 1) for v in x)
         return None if None in parts else (t.__name__, parts)
     np = sys.modules.get("numpy")       # numpy only if the run has loaded it

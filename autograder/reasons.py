@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 REASONS = (  # (how a failure the grader writes starts, reason); first match wins
-    ("grader error", "grader error"),          # grade_one, tester.main: the grader's fault
+    ("grader error", "grader error"),          # grade_one, tester.run_job: the grader's fault
     ("duplicate upload", "duplicate upload: none graded"),      # submissions.resolve
     ("bad zip", "bad zip"),
     ("invalid notebook", "not a notebook"),

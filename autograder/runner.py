@@ -1,4 +1,4 @@
-"""Entry point of one sandboxed grading process: ``runner.py student|tester FD...``.
+"""Entry point of one sandboxed grading process: ``runner.py student|tester-reused FD...``.
 
 The grader copies this file, with ``channel.py``, ``student.py`` and ``tester.py``, into its kit
 (``kit.py``); the sandbox shows the kit read-only at ``/grading/kit``.  The process prepares
@@ -48,11 +48,7 @@ def main(argv) -> int:
     prepare_scratch()
     for fd in fds:
         os.set_inheritable(fd, False)
-    if role == "tester":
-        from autograder import tester
-        tester.preload()
-        return tester.main(*fds)
-    if role == "tester-reused":        # one job after another (pool.Tester): control, result
+    if role == "tester-reused":        # one job after another (trusted.Tester): control, result
         from autograder import tester
         tester.preload()
         return tester.serve(*fds)

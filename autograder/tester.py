@@ -329,27 +329,21 @@ def clean_outputs(outputs) -> list:
     return clean
 
 
-def main(rfd: int, wfd: int, result_fd: int, interrupt_fd: int | None = None) -> int:
-    """One job read on stdin, run with the student process at the other end of ``rfd``/``wfd``."""
-    out = os.fdopen(result_fd, "w", encoding="utf-8")
-    job = json.loads(sys.stdin.read() or "{}")
-    if job:
-        run_job(job, rfd, wfd, interrupt_fd, _writer(out))
-    out.close()
-    return 0
-
-
 def serve(control_fd: int, result_fd: int) -> int:
-    """A trusted process reused for one submission after another (``trusted.Tester``): a job a
-    line on stdin; with each, the three ends of that submission's channel arrive over the
-    control socket (``SCM_RIGHTS``), since every submission has a new student process.  After
-    each job the namespace is dropped and the process state a job may touch is put back
-    (``Baseline``).  Stdin closed: no more jobs."""
+    """A trusted process that grades one submission after another (``trusted.Tester``), each
+    in a child forked for that job: a job a line on stdin; with each, the three ends of that
+    submission's channel arrive over the control socket (``SCM_RIGHTS``), since every
+    submission has a new student process.  This process imports the grading code once and
+    never runs a job itself, so every job starts from the same untouched state, and nothing a
+    job changes (a module's object, the environment, numpy's state) outlives its child.  Its
+    working folder and temporary files are removed after it.  A child that ends without
+    finishing its job (killed, crashed) ends this process too, so that the grader sees the
+    result pipe close, as it would for a process of its own.  Stdin closed: no more jobs."""
+    import gc
     import socket
     out = os.fdopen(result_fd, "w", encoding="utf-8")
-    events = _writer(out)
     control = socket.socket(fileno=control_fd)
-    baseline = Baseline()
+    gc.freeze()      # the imports stay shared with the children instead of copied by the GC
     for line in sys.stdin:
         job = json.loads(line)
         _, fds, _, _ = socket.recv_fds(control, 16, 3)
@@ -358,13 +352,61 @@ def serve(control_fd: int, result_fd: int) -> int:
                 os.close(fd)
             break
         try:
-            run_job(job, *fds, events)
-        finally:
-            for fd in fds:
-                os.close(fd)
-            baseline.restore()
+            pid = os.fork()
+        except OSError:
+            pid = None
+        if pid == 0:
+            _job_child(control, job, fds, out)
+        for fd in fds:
+            os.close(fd)
+        if pid is None:
+            break
+        _, status = os.waitpid(pid, 0)
+        _remove_job_files(job)
+        if status != 0:
+            break
     out.close()
     return 0
+
+
+def _job_child(control, job: dict, fds, out) -> None:
+    """The forked child of ``serve``: one job, then ``os._exit`` (0 once its result is written)."""
+    code = 1
+    try:
+        control.close()
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)     # the next jobs are not its to read
+        np = sys.modules.get("numpy")
+        if np is not None:
+            np.random.seed()        # a fresh process's global state, not the parent's copy
+        run_job(job, *fds, _writer(out))
+        out.flush()
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _remove_job_files(job: dict) -> None:
+    """After a job: its working folder and what it left in ``TMPDIR``, both inside this run's
+    private scratch folder (``LREACT_SCRATCH``; nothing outside it is touched)."""
+    import shutil
+    scratch = os.environ.get("LREACT_SCRATCH")
+    if not scratch:
+        return
+    scratch = os.path.realpath(scratch)
+    inside = [os.path.realpath(os.path.join(scratch, job.get("cwd") or "."))]
+    tmp = os.path.realpath(os.environ.get("TMPDIR") or scratch)
+    if os.path.isdir(tmp) and tmp.startswith(scratch + os.sep):
+        inside += [entry.path for entry in os.scandir(tmp)]
+    for path in inside:
+        if not path.startswith(scratch + os.sep):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def _writer(out):
@@ -372,46 +414,6 @@ def _writer(out):
         out.write(json.dumps(obj) + "\n")
         out.flush()
     return events
-
-
-class Baseline:
-    """What a job may change in this process, as it was before the first job, and put back
-    after each: the warning filters, ``sys.path``, the environment, numpy's error state and
-    global random state (reseeded from the system, as in a new process), matplotlib's figures,
-    the working folder (emptied).  Imported modules stay (that is the saving): dropping one
-    would leave its old classes in the modules that imported it, so the course's modules are
-    the same objects for every job, and they keep no state a test depends on."""
-
-    def __init__(self):
-        import warnings
-        self.filters = list(warnings.filters)
-        self.path = list(sys.path)
-        self.environ = dict(os.environ)
-        np = sys.modules.get("numpy")
-        self.errstate = np.geterr() if np is not None else None
-
-    def restore(self) -> None:
-        import shutil
-        import warnings
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        cwd = os.getcwd()
-        os.chdir("/")
-        if cwd != "/" and os.environ.get("LREACT_SCRATCH") and \
-                cwd.startswith(os.environ["LREACT_SCRATCH"] + os.sep):
-            shutil.rmtree(cwd, ignore_errors=True)
-        plt = sys.modules.get("matplotlib.pyplot")
-        if plt is not None:
-            plt.close("all")
-        warnings.filters[:] = self.filters
-        warnings._filters_mutated()
-        sys.path[:] = self.path
-        os.environ.clear()
-        os.environ.update(self.environ)
-        np = sys.modules.get("numpy")
-        if np is not None:
-            np.seterr(**self.errstate)
-            np.random.seed()
 
 
 def run_job(job: dict, rfd: int, wfd: int, interrupt_fd, events) -> None:

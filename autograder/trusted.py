@@ -1,14 +1,17 @@
-"""The trusted process of a grading run: started ahead, it serves one submission and ends.
+"""The trusted process of a grading run: started ahead, it grades submission after submission,
+each in a child of its own.
 
 It never runs student code (``tester.py``: it runs the instructor's cells and calls the student
 process over the channel), but student data does change it: a list argument's in-place changes
 are synced back into the test's object, and a test's object handed to an answer serves its
 public methods (``channel.py``).  A test that passes a module-level object of ``lreact`` could
-so let one submission change what the next one is graded with.  So ``Tester.MAX_JOBS`` is 1:
-no submission's grading shares a process with another's (the machinery to serve several jobs,
-with ``tester.Baseline`` putting process state back, stays for a future audit; measured, reuse
-saved 0.6-0.9 core-seconds of about 10 per lab submission).  Also here: how a grading process
-is started (its environment, its stderr).
+so let one submission change what the next one is graded with, if two submissions shared a
+process.  They do not: the process imports the grading code once, then forks a child per job
+(``tester.serve``) and never runs a job itself, so each submission is graded by a fresh copy of
+the same untouched process and its changes end with its child.  What the children share is the
+run: its sandbox (user, private folders; a job's working folder and temporary files are
+removed after it), its cgroup and its limits.  Also here: how a grading process is started
+(its environment, its stderr).
 """
 from __future__ import annotations
 
@@ -57,16 +60,16 @@ def start(run, fds, extra) -> subprocess.Popen:
 
 
 class Tester:
-    """A trusted process that serves its jobs one after another (``tester.serve``); at most
-    ``MAX_JOBS`` = 1, for the reason in the module docstring.
+    """A trusted process that serves its jobs one after another, each in a forked child
+    (``tester.serve``; see the module docstring).
 
-    It runs the instructor's cells and calls the student process over the channel.  Each job brings the ends of a new student
-    process's channel over a control socket and gets a wall clock of its own; the process state
-    a job may touch is put back after it (``tester.Baseline``).  It is used again only after a
-    job that gave its result in time with nothing stopped or failed, and retired after
-    ``MAX_JOBS`` jobs or once its run has used half of its CPU backstop or memory."""
+    It runs the instructor's cells and calls the student process over the channel.  Each job
+    brings the ends of a new student process's channel over a control socket and gets a wall
+    clock of its own.  It is used again only after a job that gave its result in time with
+    nothing stopped or failed, and retired after ``MAX_JOBS`` jobs or once its run has used half
+    of its CPU backstop or memory."""
 
-    MAX_JOBS = 1     # one submission per trusted process: see the module docstring
+    MAX_JOBS = 100
 
     def __init__(self, state: paths.State, mode: str, kit):
         self.mode, self.jobs, self.buffer, self.healthy = mode, 0, b"", True

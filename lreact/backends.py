@@ -112,6 +112,11 @@ def backend_choice(host=None) -> BackendChoice:
     if host or configured_base_url():
         return BackendChoice("ollama", f"LREACT_BASE_URL={host or configured_base_url()} names "
                              "an Ollama server (LREACT_BACKEND=auto)", EMBEDDED_HINT)
+    from . import gguf
+
+    if gguf.grading():        # the grader's sandbox has no network and loads no model: no probe
+        return BackendChoice("ollama", "no model is used while an assignment is graded "
+                             "(LREACT_GRADING=1, LREACT_BACKEND=auto)", None)
     where = ollama_host(None)
     if ollama_answers(where):
         return BackendChoice("ollama", f"an Ollama server answers at {where} "

@@ -11,6 +11,7 @@ language model: it prefers the grammatical next token but gives real mass to cha
 """
 from __future__ import annotations
 
+import functools
 import json
 import zlib
 
@@ -95,10 +96,19 @@ def toy_logits(prefix_ids, bonus: float = 7.0) -> np.ndarray:
     """Next-token logits of the toy model after ``prefix_ids`` (deterministic in the prefix).
 
     Every token gets a fixed pseudo-random score; the grammatical continuations of the prefix (if
-    the prefix is still valid) get ``bonus`` on top, and the distractors get a bit more.
+    the prefix is still valid) get ``bonus`` on top, and the distractors get a bit more.  A
+    sampling loop asks for the same prefixes again and again, so the scores are remembered per
+    prefix; each call returns a new array (changing it changes nothing here).
     """
-    prefix_ids = [int(i) for i in prefix_ids]
-    seed = zlib.crc32(bytes(str(prefix_ids), "ascii"))
+    prefix_ids = tuple(int(i) for i in prefix_ids)
+    if type(bonus) in (int, float):
+        return _toy_logits(prefix_ids, bonus).copy()
+    return _toy_logits.__wrapped__(prefix_ids, bonus)
+
+
+@functools.lru_cache(maxsize=4096)
+def _toy_logits(prefix_ids: tuple, bonus) -> np.ndarray:
+    seed = zlib.crc32(bytes(str(list(prefix_ids)), "ascii"))
     z = np.random.default_rng(seed).normal(0.0, 1.0, len(VOCAB))
     for t in DISTRACTORS:
         z[TOKEN_ID[t]] += 0.8

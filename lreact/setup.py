@@ -77,7 +77,14 @@ def check_setup(model=None, host=None, timeout: float = 5.0, verbose: bool = Fal
                             "'embedded').")
         return _done(report, verbose)
     host = host or configured_base_url()
-    if choice.backend == "embedded":   # lreact.setup_embedded: llama.cpp in this process
+    from .gguf import grading
+
+    if grading() and choice.backend != "embedded":    # embedded says so itself, without a model
+        report = SetupReport(model=str(model or default_model()), host=str(host or ""),
+                             backend=choice.backend)
+        report.lines += ["✗ No model is used while an assignment is graded (LREACT_GRADING=1): "
+                         "no server is asked.", FALLBACK_LINE]
+    elif choice.backend == "embedded":   # lreact.setup_embedded: llama.cpp in this process
         from .setup_embedded import check_embedded
 
         gguf = model if isinstance(model, str) and model.endswith(".gguf") else None

@@ -263,6 +263,10 @@ def test_the_quick_key_tells_apart_what_the_encoding_tells_apart():
     lists = [[1.0, 2.0], (1.0, 2.0), [1, 2.0], [[1.0, 2.0]], np.array([1.0, 2.0])]
     assert len({_quick_key(1, (x,), {}) for x in lists}) == 5    # a list is not its array
     assert _quick_key(1, ([1.0, 2.0],), {}) == _quick_key(1, ([1.0, 2.0],), {})
+    ids = [[1, 2], [1, True], [True, 1], [True, True], (1, 2), ["1", "2"], [1, 2.0], [1, None],
+           [None, None], [1, 2, 3], [0.0], [-0.0], [], ()]     # token-id prefixes and kin
+    assert len({_quick_key(1, (x,), {}) for x in ids}) == len(ids)
+    assert _quick_key(1, ([1, 2],), {}) == _quick_key(1, ([1, 2],), {}) is not None
     assert _quick_key(1, ([[[1.0]]],), {}) is None              # deeper: the encoded key
     assert _quick_key(1, ([1.0, {"a": 1}],), {}) is None        # other kinds: the encoded key
     assert _quick_key(1, (np.array(["x"]),), {}) is None

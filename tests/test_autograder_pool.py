@@ -1,5 +1,6 @@
 """The pool's processes (autograder/pool.py, autograder/trusted.py): a trusted process goes on
-to the next submission with nothing of the last one left in it; a student process never does."""
+to the next submission, grading each in a forked child, with nothing of the last one left; a
+student process never goes on."""
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,20 @@ SRC = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.
 pytestmark = pytest.mark.slow
 
 # A test cell that fails when a job before it left anything behind in the trusted process: a
-# file in its working folder, an environment variable, a warning filter, numpy's error state.
-LEAK_CHECK = """import os, warnings
+# file in its working folder or its TMPDIR, an environment variable, a warning filter, numpy's
+# error state, an attribute set on a module of lreact (the reason a trusted process must not
+# simply run one job after another), a module imported.
+LEAK_CHECK = """import os, sys, tempfile, warnings
 import numpy as np
+import lreact.checks
 from lreact.checks import assert_close
 assert not os.path.exists("left-by-the-last-job.txt"), "a file of the last job is still here"
+assert not os.listdir(tempfile.gettempdir()), "a temporary file of the last job is still here"
+assert not hasattr(lreact.checks, "LEFT_BY_THE_LAST_JOB"), "the last job's module change"
+assert "this" not in sys.modules, "the last job's import is still here"
+open(os.path.join(tempfile.gettempdir(), "left.txt"), "w").write("x")
+lreact.checks.LEFT_BY_THE_LAST_JOB = True
+import this
 assert "LEFT_BY_THE_LAST_JOB" not in os.environ, "the last job's environment is still here"
 assert not any(f[0] == "error" and f[2] is UserWarning for f in warnings.filters), \\
     "the last job's warning filter is still here"
@@ -63,19 +73,9 @@ def graded_with_pids(pool, nb, source, timeout=20):
     return r, seen["student"], seen["tester"]
 
 
-def test_each_submission_gets_its_own_trusted_and_student_processes(pool):
-    pids = [graded_with_pids(pool, SRC, SRC)[1:] for _ in range(3)]
-    students, testers = zip(*pids)
-    assert len(set(students)) == len(set(testers)) == 3, pids   # MAX_JOBS = 1: nothing shared
-
-
-def test_the_trusted_process_goes_on_clean_and_the_student_process_never_does(pool, tmp_path,
-                                                                               monkeypatch):
-    """The machinery for serving several jobs (off: ``Tester.MAX_JOBS`` = 1) leaves nothing of
-    one job in the process for the next."""
-    from autograder.trusted import Tester
-
-    monkeypatch.setattr(Tester, "MAX_JOBS", 50)
+def test_the_trusted_process_goes_on_clean_and_the_student_process_never_does(pool, tmp_path):
+    """One trusted process grades the class, each job in a forked child: nothing of one job is
+    left for the next (LEAK_CHECK), and a wrong answer costs only its own submission."""
     source = leaky_source(tmp_path)
     wrong = replace_cell(load(source), "double", "def double(x):\n    return x + 2\n")
     runs = [graded_with_pids(pool, nb, source) for nb in (source, wrong, source, source)]
@@ -89,11 +89,21 @@ def test_the_trusted_process_goes_on_clean_and_the_student_process_never_does(po
     assert students[0] not in testers
 
 
-def test_a_trusted_process_whose_student_was_stopped_is_not_used_again(pool, tmp_path,
-                                                                        monkeypatch):
-    from autograder.trusted import Tester
+def test_a_job_whose_child_dies_ends_its_trusted_process(pool, tmp_path):
+    """A job that ends its child without a result (here the test cell itself exits) gets no
+    result, as a process of its own would, and the next submission gets a new trusted process."""
+    dying = replace_cell(load(SRC), "test_halve", "import os\nos._exit(3)\n")
+    died = tmp_path / "tiny.ipynb"
+    died.write_text(str(__import__("nbformat").writes(dying)), encoding="utf-8")
+    first, _, t1 = graded_with_pids(pool, SRC, SRC)
+    lost, _, t2 = graded_with_pids(pool, SRC, died)
+    after, _, t3 = graded_with_pids(pool, SRC, SRC)
+    assert first.total == after.total == 4.0
+    assert lost.total == 0.0 and lost.failure, lost
+    assert t3 != t2                                 # ended with its child: not used again
 
-    monkeypatch.setattr(Tester, "MAX_JOBS", 50)
+
+def test_a_trusted_process_whose_student_was_stopped_is_not_used_again(pool):
     stuck = replace_cell(load(SRC), "halve",
                          "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                          "def halve(x):\n    while True:\n        pass\n")

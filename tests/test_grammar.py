@@ -141,6 +141,22 @@ def test_toy_logits_are_deterministic_and_favour_the_grammar():
     assert off.max() < 5
 
 
+def test_toy_logits_remembered_per_prefix_give_the_same_scores_and_a_new_array_each_time():
+    """The scores are kept per prefix (a sampling loop asks again and again); a caller that
+    changes its array changes nothing for the next, and every kind of prefix and bonus gives
+    what the computation itself gives."""
+    from lreact.grammar import _toy_logits
+
+    first = toy_logits([0, 4])
+    first[:] = 0.0
+    again = toy_logits(np.array([0, 4], dtype=np.int64))
+    assert again.any() and again is not toy_logits([0, 4])
+    assert np.array_equal(again, _toy_logits.__wrapped__((0, 4), 7.0))
+    assert np.array_equal(toy_logits((0, 4), bonus=2), _toy_logits.__wrapped__((0, 4), 2))
+    assert np.array_equal(toy_logits([0], bonus=np.float64(2.0)),
+                          _toy_logits.__wrapped__((0,), 2.0))
+
+
 def test_constrained_generation_always_parses():
     outputs = [detokenize(constrained(seed)) for seed in range(200)]
     assert all(parses(t) for t in outputs)

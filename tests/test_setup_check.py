@@ -358,3 +358,23 @@ def test_unknown_backend_is_a_plain_sentence(monkeypatch):
     monkeypatch.setenv("LREACT_BACKEND", "tgi")
     report = check_setup()
     assert not report and "LREACT_BACKEND='tgi'" in str(report) and "'openai'" in str(report)
+
+
+def test_while_grading_no_server_is_asked(monkeypatch):
+    """The grader's sandbox has no network and loads no model: check_setup and the automatic
+    backend choice say so in plain words and make no request at all."""
+    from lreact import backends
+
+    def no_request(*args, **kwargs):
+        raise AssertionError("a request was made while grading")
+
+    for var in ("LREACT_BACKEND", "LREACT_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LREACT_GRADING", "1")
+    monkeypatch.setattr(httpx, "get", no_request)
+    monkeypatch.setattr(httpx.Client, "send", no_request)
+    choice = backends.backend_choice()
+    assert choice.backend == "ollama" and "graded" in choice.reason
+    report = check_setup(timeout=1)
+    assert not report and "graded" in str(report) and "no server is asked" in str(report)
+
