@@ -42,6 +42,11 @@ def code_files() -> list[Path]:
 
 
 KIT_FORMAT = b"kit 2: byte code compiled once"   # a kit built another way gets a new folder
+# One build at a time in a process: the pool's threads all ask for the kit when a class starts,
+# and building it parses the package with ``ast``, whose C state CPython 3.11 shares between
+# threads (two parses interleaved raise "SystemError: AST constructor recursion depth mismatch",
+# python/cpython#106905), which cost one submission its grade in CI.
+_BUILDING = threading.Lock()
 
 
 def digest() -> str:
@@ -68,6 +73,11 @@ def build(state: paths.State) -> Path:
     kit = state.kit / digest()
     if (kit / "runner.py").exists():
         return kit
+    with _BUILDING:
+        return kit if (kit / "runner.py").exists() else _build(state, kit)
+
+
+def _build(state: paths.State, kit: Path) -> Path:
     tmp = state.kit / f".{kit.name}.{os.getpid()}.{threading.get_ident()}"
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "autograder").mkdir(parents=True)
