@@ -14,7 +14,7 @@ Nothing is executed or looked up by name while decoding; only plain values are b
     {"e": [exception name, [args]]}              an allowed exception type and its arguments
                                                  (both: ``records.py``)
     {"g": [bit generator name, state]}           a numpy random Generator (``mirror.py``)
-    {"f": name}                                  one of the course's given pure functions
+    {"f": name}                                  one of the course's given functions
                                                  (``SHARED_FUNCTIONS``), each side's own copy
     {"T": [id, callable]} / {"S": [id, callable]} a handle to an object that stays on the
                                                  trusted (T) or student (S) side
@@ -42,9 +42,12 @@ MAX_CHARS = 32 * 1024 * 1024       # characters of text in one value sent
 MAX_DECODE_SECONDS = 10.0          # decoding one reply
 MAX_SAME_HASH = 64                 # keys of one dict or set that share a hash value
 ARRAY_KINDS = "biufcU"
-# Given functions (never an answer, never a reference implementation) that are pure and that
-# both processes hold in their own lreact: (module, name).
-SHARED_FUNCTIONS = (("lreact.grammar", "toy_logits"),)
+# Given functions (never an answer, never a reference implementation) that both processes hold
+# in their own lreact, (module, name): one a test hands to an answer is called as the answer's
+# own copy.  toy_logits is pure; run_python runs the code an answer gives it, so it must run in
+# the answer's sandbox, never in the trusted process (as a handle it would run there).
+SHARED_FUNCTIONS = (("lreact.grammar", "toy_logits"), ("lreact.codeact", "run_python"))
+RUN_BY_ANSWERS_ONLY = frozenset({"lreact.codeact.run_python"})   # never decoded by the tests' side
 _SCALARS = frozenset((type(None), bool, int, float, str))
 _HIDDEN_TYPES = (types.ModuleType, type, types.FrameType, types.CodeType, types.TracebackType,
                  types.CellType)
@@ -333,6 +336,8 @@ class Codec:
         if tag == "g":
             return mirror.decode_generator(self, body, depth)
         if tag == "f":
+            if self.side == "T" and body in RUN_BY_ANSWERS_ONLY:
+                raise NotPlainData(f"{body} is run by answers only, never beside the tests")
             return _shared_function(body)
         if tag == self.side:
             return self.local(self.checked_list(body, 2)[0])

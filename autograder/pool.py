@@ -148,8 +148,8 @@ class Pair:
         if tester is None:
             return
         good = (self.result is not None and not self.result.get("failure")
-                and not self.result.get("stopped") and not tester.buffer)
-        if good and self.pool is not None and tester.reusable():
+                and not self.result.get("stopped") and self.pool is not None)
+        if good and tester.ready() and tester.reusable():
             self.pool.give_back(tester)
         else:
             tester.cleanup()

@@ -335,14 +335,18 @@ def serve(control_fd: int, result_fd: int) -> int:
     submission's channel arrive over the control socket (``SCM_RIGHTS``), since every
     submission has a new student process.  This process imports the grading code once and
     never runs a job itself, so every job starts from the same untouched state, and nothing a
-    job changes (a module's object, the environment, numpy's state) outlives its child.  Its
-    working folder and temporary files are removed after it.  A child that ends without
-    finishing its job (killed, crashed) ends this process too, so that the grader sees the
-    result pipe close, as it would for a process of its own.  Stdin closed: no more jobs."""
+    job changes in its memory (a module's object, the environment, numpy's state) outlives its
+    child.  After each job it checks what the job could have left outside its memory (``Leftovers``)
+    and writes ``{"ready": true}`` only when nothing is: then the grader may give it the next
+    job; otherwise it writes ``{"ready": false}`` and ends.  A child that ends without finishing
+    its job (killed, crashed) ends this process too, so that the grader sees the result pipe
+    close, as it would for a process of its own.  Stdin closed: no more jobs."""
     import gc
     import socket
     out = os.fdopen(result_fd, "w", encoding="utf-8")
+    events = _writer(out)
     control = socket.socket(fileno=control_fd)
+    leftovers = Leftovers()
     gc.freeze()      # the imports stay shared with the children instead of copied by the GC
     for line in sys.stdin:
         job = json.loads(line)
@@ -362,8 +366,9 @@ def serve(control_fd: int, result_fd: int) -> int:
         if pid is None:
             break
         _, status = os.waitpid(pid, 0)
-        _remove_job_files(job)
-        if status != 0:
+        clean = leftovers.clear() and status == 0
+        events({"ready": clean})
+        if not clean:
             break
     out.close()
     return 0
@@ -385,28 +390,88 @@ def _job_child(control, job: dict, fds, out) -> None:
         os._exit(code)
 
 
-def _remove_job_files(job: dict) -> None:
-    """After a job: its working folder and what it left in ``TMPDIR``, both inside this run's
-    private scratch folder (``LREACT_SCRATCH``; nothing outside it is touched)."""
-    import shutil
-    scratch = os.environ.get("LREACT_SCRATCH")
-    if not scratch:
-        return
-    scratch = os.path.realpath(scratch)
-    inside = [os.path.realpath(os.path.join(scratch, job.get("cwd") or "."))]
-    tmp = os.path.realpath(os.environ.get("TMPDIR") or scratch)
-    if os.path.isdir(tmp) and tmp.startswith(scratch + os.sep):
-        inside += [entry.path for entry in os.scandir(tmp)]
-    for path in inside:
-        if not path.startswith(scratch + os.sep):
-            continue
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
+class Leftovers:
+    """What a job could leave outside its child's memory, checked after each job (``serve``).
+
+    No test should start a process or write outside its working folder and ``TMPDIR``, and no
+    answer code ever runs here; this is the check that it stayed so.  Processes: this process is
+    made a child subreaper, so a job's descendant that outlives it (a daemon that left its
+    session) becomes a child of this one and is found, killed, and the process retires.  Files:
+    in the run's private folders (its scratch folder; ``/tmp`` and ``/dev/shm`` when the
+    sandbox makes them private, ``LREACT_PRIVATE_TMP``) every file or folder that was not there
+    before the first job is removed; a file that was there and changed retires the process."""
+
+    def __init__(self):
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        except Exception:  # noqa: BLE001 - not Linux: descendants are not followed
+            pass
+        roots = [os.environ.get("LREACT_SCRATCH")]
+        if os.environ.get("LREACT_PRIVATE_TMP") == "1":
+            roots += ["/tmp", "/dev/shm"]
+        self.roots = [os.path.realpath(r) for r in roots if r and os.path.isdir(r)]
+        self.before = self.files()
+
+    def files(self) -> dict:
+        found = {}
+        for root in self.roots:
+            for folder, dirs, names in os.walk(root):
+                for name in dirs + names:
+                    path = os.path.join(folder, name)
+                    try:
+                        st = os.lstat(path)
+                    except OSError:
+                        continue
+                    found[path] = None if os.path.isdir(path) and not os.path.islink(path) \
+                        else (st.st_size, st.st_mtime_ns)
+        return found
+
+    def clear(self) -> bool:
+        """Remove what the job left; False when this process must not serve another job."""
+        import shutil
+        import signal as signals
+        clean = True
+        for pid in self.children():
+            clean = False
             try:
-                os.unlink(path)
+                os.kill(pid, signals.SIGKILL)
             except OSError:
                 pass
+        for path, seen in self.files().items():
+            if path not in self.before:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+            elif seen != self.before[path]:
+                clean = False
+        return clean and all(p in self.files() for p in self.before)
+
+    @staticmethod
+    def children() -> list:
+        """This process's children still running or not yet reaped (reaped here)."""
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        me, found = os.getpid(), []
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as f:
+                        ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                if ppid == me:
+                    found.append(int(entry))
+        return found
 
 
 def _writer(out):

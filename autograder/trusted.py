@@ -9,21 +9,25 @@ so let one submission change what the next one is graded with, if two submission
 process.  They do not: the process imports the grading code once, then forks a child per job
 (``tester.serve``) and never runs a job itself, so each submission is graded by a fresh copy of
 the same untouched process and its changes end with its child.  What the children share is the
-run: its sandbox (user, private folders; a job's working folder and temporary files are
-removed after it), its cgroup and its limits.  Also here: how a grading process is started
+run: its sandbox (user, private folders), its cgroup and its limits; after each job the process
+removes the files the job added and retires if the job left a process or changed a file
+(``tester.Leftovers``), and the grader reuses it only once it says so (``Tester.ready``).  Also here: how a grading process is started
 (its environment, its stderr).
 """
 from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
+import time
 
 from . import paths, sandbox
 
 CPU_SECONDS = 1200          # CPU-time backstop per process; the wall clocks act first
+READY_SECONDS = 10          # after a result, to say that nothing was left behind
 
 
 def scratch_env(scratch, extra=None) -> dict:
@@ -66,8 +70,9 @@ class Tester:
     It runs the instructor's cells and calls the student process over the channel.  Each job
     brings the ends of a new student process's channel over a control socket and gets a wall
     clock of its own.  It is used again only after a job that gave its result in time with
-    nothing stopped or failed, and retired after ``MAX_JOBS`` jobs or once its run has used half
-    of its CPU backstop or memory."""
+    nothing stopped or failed and after which it said it was ready (nothing left behind:
+    ``tester.Leftovers``), and retired after ``MAX_JOBS`` jobs or once its run has used half of
+    its CPU backstop or memory."""
 
     MAX_JOBS = 100
 
@@ -81,8 +86,9 @@ class Tester:
                                       ["tester-reused", str(inside.fileno()), str(res[1])],
                                       mode=mode, cpu_seconds=CPU_SECONDS,
                                       scratch_base=state.scratch)
+            private = {} if self.run.host_scratch else {"LREACT_PRIVATE_TMP": "1"}
             try:
-                self.proc = start(self.run, (inside.fileno(), res[1]), {})
+                self.proc = start(self.run, (inside.fileno(), res[1]), private)
             except BaseException:
                 self.run.cleanup()
                 raise
@@ -105,6 +111,26 @@ class Tester:
             return True
         return ((used.cpu_seconds or 0) < CPU_SECONDS / 2
                 and (used.memory_bytes or 0) < sandbox.RUN_MEMORY_BYTES / 2)
+
+    def ready(self, seconds: float = READY_SECONDS) -> bool:
+        """After a job's result: whether the process says it found nothing left behind and can
+        take the next job (``tester.serve`` writes ``{"ready": ...}``); anything else, or nothing
+        within ``seconds``: no."""
+        deadline = time.monotonic() + seconds
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.result_fd], [], [], left)[0]:
+                return False
+            chunk = os.read(self.result_fd, 4096)
+            if not chunk:
+                return False
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            said = json.loads(line)
+        except ValueError:
+            return False
+        return said == {"ready": True} and not self.buffer
 
     def send(self, job: dict, fds) -> None:
         """Give the process its next job and that job's three channel ends."""

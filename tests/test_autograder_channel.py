@@ -381,6 +381,19 @@ def test_the_toy_model_crosses_by_name_and_a_tests_own_function_stays_a_handle()
         s.decode({"f": "os.system"})
 
 
+def test_the_code_sandbox_handed_to_an_answer_runs_on_the_answers_side_only():
+    """A test that hands ``run_python`` to an answer hands over the answer's own copy: the code
+    the answer gives it runs in the answer's sandbox.  As a handle it would run beside the tests
+    (as the trusted user, with the reference implementations on its file system); and the tests'
+    side never takes it back from an answer."""
+    from lreact import codeact
+    t, s = Codec("T"), Codec("S")
+    assert t.encode(codeact.run_python) == {"f": "lreact.codeact.run_python"}
+    assert s.decode(t.encode(codeact.run_python)) is codeact.run_python
+    with pytest.raises(NotPlainData, match="answers only"):
+        t.decode(s.encode(codeact.run_python))
+
+
 @pytest.mark.parametrize("bad", [
     {"g": ["Evil", {"d": []}]},
     {"g": ["PCG64", {"d": [["bit_generator", "MT19937"]]}]},

@@ -23,6 +23,11 @@ import lreact.checks
 from lreact.checks import assert_close
 assert not os.path.exists("left-by-the-last-job.txt"), "a file of the last job is still here"
 assert not os.listdir(tempfile.gettempdir()), "a temporary file of the last job is still here"
+for place in ("/tmp", "/dev/shm", os.path.expanduser("~/.cache")):
+    assert not os.path.exists(os.path.join(place, "left")), f"a file of the last job in {place}"
+    if os.access(os.path.dirname(place) if not os.path.isdir(place) else place, os.W_OK):
+        os.makedirs(place, exist_ok=True)
+        open(os.path.join(place, "left"), "w").write("x")
 assert not hasattr(lreact.checks, "LEFT_BY_THE_LAST_JOB"), "the last job's module change"
 assert "this" not in sys.modules, "the last job's import is still here"
 open(os.path.join(tempfile.gettempdir(), "left.txt"), "w").write("x")
@@ -101,6 +106,30 @@ def test_a_job_whose_child_dies_ends_its_trusted_process(pool, tmp_path):
     assert first.total == after.total == 4.0
     assert lost.total == 0.0 and lost.failure, lost
     assert t3 != t2                                 # ended with its child: not used again
+
+
+DAEMON = """import os, time
+if os.fork() == 0:
+    os.setsid()                      # leaves the job's session: a process group kill misses it
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+time.sleep(0.2)
+from lreact.checks import assert_close
+assert_close(halve(3), 1.5, name='halve(3)')
+"""
+
+
+def test_a_job_that_leaves_a_process_behind_retires_its_trusted_process(pool, tmp_path):
+    """No test should start a process that outlives it; if one does, the trusted process finds
+    it after the job (it is the job's subreaper), kills it and is not used again."""
+    nb = replace_cell(load(SRC), "test_halve", DAEMON)
+    source = tmp_path / "tiny.ipynb"
+    source.write_text(str(__import__("nbformat").writes(nb)), encoding="utf-8")
+    first, _, t1 = graded_with_pids(pool, SRC, source)
+    after, _, t2 = graded_with_pids(pool, SRC, SRC)
+    assert first.total == after.total == 4.0, (first.errors, after.errors)
+    assert t2 != t1
 
 
 def test_a_trusted_process_whose_student_was_stopped_is_not_used_again(pool):

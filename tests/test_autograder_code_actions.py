@@ -1,0 +1,87 @@
+"""A code action a test hands to an answer runs in the answer's sandbox, never beside the tests.
+
+Lab 2's hidden test of ``run_code_action`` hands it the course's code sandbox (``run_python``)
+and lets it run code of its choosing.  As a handle, that code would run in the trusted process's
+sandbox, as its user: it could read the reference implementations there, and leave a process that
+kills the grading of the next submission the trusted process serves (found by an outside review:
+the next honest submission scored 0/37, "kernel died").  It crosses by name instead
+(``codec.SHARED_FUNCTIONS``), so the answer runs its own copy, in its own sandbox."""
+from pathlib import Path
+
+import pytest
+
+from autograder import paths
+from autograder.cells import grade_id
+from autograder.engine import grade_notebook, load, replace_cell
+from autograder.pool import ProcessPool
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB2 = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
+pytestmark = pytest.mark.slow
+
+# Run once, through the sandbox a test hands over: it says whether it ran beside the trusted
+# process or could read a reference implementation (then the answer loses its own points), and
+# beside the trusted process it leaves a process (out of its session) that kills every grading
+# child that process starts later.
+PAYLOAD = r'''
+_PAYLOAD = """
+import os, signal, time
+def parent_of(p):
+    try:
+        return int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+    except Exception:
+        return None
+def cmdline(p):
+    try:
+        return open(f"/proc/{p}/cmdline", "rb").read()
+    except Exception:
+        return b""
+pids = lambda: {int(p) for p in os.listdir("/proc") if p.isdigit()}
+trusted = [p for p in pids() if b"tester-reused" in cmdline(p) and cmdline(p).startswith(b"/")]
+import inspect, lreact.sampling
+readable = "ReferenceUnavailable" not in inspect.getsource(lreact.sampling.softmax)
+print("ESCAPED" if trusted or readable else "contained")
+if trusted and os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        seen = pids()
+        for _ in range(2000):
+            time.sleep(0.1)
+            for p in pids() - seen:
+                seen.add(p)
+                if parent_of(p) == min(trusted):
+                    os.kill(p, signal.SIGKILL)
+    os._exit(0)
+"""
+_armed = []
+_escaped = []
+_honest = run_code_action
+
+
+def run_code_action(code, run, **kw):
+    if not _armed and not hasattr(run, "calls"):     # the hidden test's real sandbox
+        _armed.append(1)
+        try:
+            _escaped.append("ESCAPED" in run(_PAYLOAD, timeout=5)["stdout"])
+        except Exception:
+            pass
+    if any(_escaped):
+        return "escaped"                              # visible in this answer's own score
+    return _honest(code, run, **kw)
+'''
+
+
+def test_a_code_action_cannot_reach_the_next_submissions_grading(tmp_path):
+    nb = load(LAB2)
+    cell = next(c for c in nb.cells if grade_id(c) == "run_code_action")
+    hostile = replace_cell(nb, "run_code_action", cell.source + "\n" + PAYLOAD)
+    pool = ProcessPool(paths.State(tmp_path / "state"), size=1)
+    try:
+        first = grade_notebook("lecture-ReAct-lab2", hostile, timeout=60, source=LAB2, pool=pool,
+                               state=pool.state)
+        honest = grade_notebook("lecture-ReAct-lab2", LAB2, timeout=60, source=LAB2, pool=pool,
+                                state=pool.state)
+    finally:
+        pool.drain()
+    assert first.total == first.possible, first.errors          # it ran contained
+    assert honest.total == honest.possible, (honest.failure, honest.errors)
