@@ -116,7 +116,7 @@ class _Scope:
             setattr(self.codec, self.attr, None)
 
 
-def _shared_function(name):
+def shared_function(name):
     """The named function of ``SHARED_FUNCTIONS`` from this process's own lreact."""
     import importlib
     for module, attr in SHARED_FUNCTIONS:
@@ -338,7 +338,7 @@ class Codec:
         if tag == "f":
             if self.side == "T" and body in RUN_BY_ANSWERS_ONLY:
                 raise NotPlainData(f"{body} is run by answers only, never beside the tests")
-            return _shared_function(body)
+            return shared_function(body)
         if tag == self.side:
             return self.local(self.checked_list(body, 2)[0])
         if tag == self.other:

@@ -24,6 +24,7 @@ import traceback
 
 from .channel import (MAX_MESSAGE, ChannelError, Link, NotPlainData, Pipe, Raw, _mutable,
                       is_mirror)
+from .codec import shared_function
 
 HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
 OUTPUT_CAP = 100_000          # characters of output kept per cell
@@ -210,6 +211,8 @@ class Answers:
             target = m.get("target") or {}
             if "name" in target:
                 fn = self.ns[str(target["name"])]
+            elif "shared" in target:       # the course's code sandbox: this side's own copy
+                fn = shared_function(str(target["shared"]))
             else:
                 fn = self.link.codec.local(target.get("ref"))
             args, kwargs = self.link.decode_call(m)

@@ -394,12 +394,14 @@ class Leftovers:
     """What a job could leave outside its child's memory, checked after each job (``serve``).
 
     No test should start a process or write outside its working folder and ``TMPDIR``, and no
-    answer code ever runs here; this is the check that it stayed so.  Processes: this process is
-    made a child subreaper, so a job's descendant that outlives it (a daemon that left its
-    session) becomes a child of this one and is found, killed, and the process retires.  Files:
-    in the run's private folders (its scratch folder; ``/tmp`` and ``/dev/shm`` when the
-    sandbox makes them private, ``LREACT_PRIVATE_TMP``) every file or folder that was not there
-    before the first job is removed; a file that was there and changed retires the process."""
+    answer code ever runs here (``code_runs_with_the_answers``); this checks that it stayed so.
+    Processes: this process is made a child subreaper, so a job's descendant that outlives it
+    (a daemon that left its session) becomes a child of this one and is found, killed, and the
+    process retires.  Files: in the folders only this run can write (its scratch folder; in the
+    sandbox all of its private tmpfs folders, ``LREACT_PRIVATE_DIRS``, but the read-only kit)
+    every file or folder that was not there before the first job is removed; the process retires
+    when one cannot be removed, or when one that was there changed (its mode, inode or change
+    time, which ``os.utime`` cannot set back; a folder's entries may change)."""
 
     def __init__(self):
         try:
@@ -408,23 +410,27 @@ class Leftovers:
         except Exception:  # noqa: BLE001 - not Linux: descendants are not followed
             pass
         roots = [os.environ.get("LREACT_SCRATCH")]
-        if os.environ.get("LREACT_PRIVATE_TMP") == "1":
-            roots += ["/tmp", "/dev/shm"]
-        self.roots = [os.path.realpath(r) for r in roots if r and os.path.isdir(r)]
+        roots += (os.environ.get("LREACT_PRIVATE_DIRS") or "").split(os.pathsep)
+        self.roots = sorted({os.path.realpath(r) for r in roots if r and os.path.isdir(r)})
+        kit = os.environ.get("LREACT_KIT")
+        self.skip = os.path.realpath(kit) if kit else None
         self.before = self.files()
 
     def files(self) -> dict:
         found = {}
         for root in self.roots:
             for folder, dirs, names in os.walk(root):
+                if self.skip is not None:
+                    dirs[:] = [d for d in dirs if os.path.join(folder, d) != self.skip]
                 for name in dirs + names:
                     path = os.path.join(folder, name)
                     try:
                         st = os.lstat(path)
                     except OSError:
                         continue
-                    found[path] = None if os.path.isdir(path) and not os.path.islink(path) \
-                        else (st.st_size, st.st_mtime_ns)
+                    is_dir = os.path.isdir(path) and not os.path.islink(path)
+                    found[path] = (st.st_mode, st.st_ino) + (
+                        () if is_dir else (st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         return found
 
     def clear(self) -> bool:
@@ -449,7 +455,7 @@ class Leftovers:
                         pass
             elif seen != self.before[path]:
                 clean = False
-        return clean and all(p in self.files() for p in self.before)
+        return clean and self.files() == self.before
 
     @staticmethod
     def children() -> list:
@@ -487,6 +493,7 @@ def run_job(job: dict, rfd: int, wfd: int, interrupt_fd, events) -> None:
     os.makedirs(cwd, exist_ok=True)
     os.chdir(cwd)
     tests = TrustedCells(Pipe(rfd, wfd), events, job.get("timeout", 60), interrupt_fd)
+    code_runs_with_the_answers(tests.link)
     results = {}
     failure = None
     started = time.monotonic()
@@ -515,6 +522,25 @@ def run_job(job: dict, rfd: int, wfd: int, interrupt_fd, events) -> None:
         pass
     events({"result": {"cells": {str(k): v for k, v in results.items()},
                        "failure": failure, "stopped": tests.stopped}})
+
+
+def code_runs_with_the_answers(link) -> None:
+    """Code that comes from an answer (Exercise 11's ``code_action`` string, the code a student's
+    ``run_code_action`` hands to the sandbox it was given) runs in the answer's sandbox, never in
+    this one: here the course's code sandbox, ``lreact.codeact.run_python`` (also
+    ``lreact.run_python``), asks the student process to run its own copy and returns the plain
+    result.  Handed to an answer, it crosses by name (``codec.SHARED_FUNCTIONS``).  Set in each
+    job's own child."""
+    import lreact
+    import lreact.codeact as codeact
+
+    local = codeact.run_python
+
+    def run_python(code, **kwargs):
+        return link.call({"shared": "lreact.codeact.run_python"}, (code,), kwargs)
+
+    run_python.__doc__, run_python.lreact_local = local.__doc__, local
+    codeact.run_python = lreact.run_python = run_python
 
 
 def preload() -> None:

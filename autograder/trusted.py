@@ -86,7 +86,9 @@ class Tester:
                                       ["tester-reused", str(inside.fileno()), str(res[1])],
                                       mode=mode, cpu_seconds=CPU_SECONDS,
                                       scratch_base=state.scratch)
-            private = {} if self.run.host_scratch else {"LREACT_PRIVATE_TMP": "1"}
+            private = {} if self.run.host_scratch else {   # what only this run sees and writes
+                "LREACT_PRIVATE_DIRS": os.pathsep.join([str(sandbox.INSIDE), "/tmp", "/dev/shm"]),
+                "LREACT_KIT": str(self.run.runner.parent)}
             try:
                 self.proc = start(self.run, (inside.fileno(), res[1]), private)
             except BaseException:

@@ -1,11 +1,15 @@
-"""A code action a test hands to an answer runs in the answer's sandbox, never beside the tests.
+"""Code from an answer runs in the answer's sandbox, never beside the tests.
 
 Lab 2's hidden test of ``run_code_action`` hands it the course's code sandbox (``run_python``)
 and lets it run code of its choosing.  As a handle, that code would run in the trusted process's
 sandbox, as its user: it could read the reference implementations there, and leave a process that
 kills the grading of the next submission the trusted process serves (found by an outside review:
 the next honest submission scored 0/37, "kernel died").  It crosses by name instead
-(``codec.SHARED_FUNCTIONS``), so the answer runs its own copy, in its own sandbox."""
+(``codec.SHARED_FUNCTIONS``), so the answer runs its own copy, in its own sandbox.  Exercise 11's
+test runs the student's ``code_action`` string with the same sandbox: beside the tests it filled
+the folders the next submissions needed (a second review: 3 points lost by each); now
+``lreact.codeact.run_python`` in the trusted process asks the student process to run it
+(``tester.code_runs_with_the_answers``)."""
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from autograder.pool import ProcessPool
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB2 = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
+EXERCISES = ROOT / "solutions" / "lecture-ReAct-exercises" / "lecture-ReAct-exercises.ipynb"
 pytestmark = pytest.mark.slow
 
 # Run once, through the sandbox a test hands over: it says whether it ran beside the trusted
@@ -85,3 +90,34 @@ def test_a_code_action_cannot_reach_the_next_submissions_grading(tmp_path):
         pool.drain()
     assert first.total == first.possible, first.errors          # it ran contained
     assert honest.total == honest.possible, (honest.failure, honest.errors)
+
+
+# Exercise 11's code action, right, unless it runs beside the tests or can read a reference
+# implementation: then it answers wrong (so its own points show where it ran).
+CODE_ACTION = '''code_action = """
+import os, inspect
+import lreact.sampling
+beside = any(b"tester-reused" in open(f"/proc/{p}/cmdline", "rb").read()
+             for p in os.listdir("/proc") if p.isdigit())
+readable = "ReferenceUnavailable" not in inspect.getsource(lreact.sampling.softmax)
+temps = {}
+for city in ["Berlin", "Paris", "Madrid"]:
+    temps[city] = float(get_weather(city).split("°")[0])
+answer = "escaped" if beside or readable else max(temps, key=temps.get)
+"""
+llm_calls_specific = 4
+llm_calls_code = 2
+'''
+
+
+def test_an_exercise_code_action_runs_in_the_students_sandbox(tmp_path):
+    probe = replace_cell(load(EXERCISES), "ex11_code_action", CODE_ACTION)
+    pool = ProcessPool(paths.State(tmp_path / "state"), size=1)
+    try:
+        graded = grade_notebook("lecture-ReAct-exercises", probe, timeout=60, source=EXERCISES,
+                                pool=pool, state=pool.state)
+    finally:
+        pool.drain()
+    ex11 = {k: v for k, v in graded.scores.items() if k.startswith("test_ex11")}
+    assert ex11 and all(got == most for got, most in ex11.values()), (ex11, graded.errors)
+

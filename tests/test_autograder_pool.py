@@ -108,22 +108,37 @@ def test_a_job_whose_child_dies_ends_its_trusted_process(pool, tmp_path):
     assert t3 != t2                                 # ended with its child: not used again
 
 
-DAEMON = """import os, time
+ASSERT_HALVE = """
+from lreact.checks import assert_close
+assert_close(halve(3), 1.5, name='halve(3)')
+"""
+LEAVING = {   # a test cell that leaves something behind, each in its own way
+    "a process out of its session": """import os, time
 if os.fork() == 0:
     os.setsid()                      # leaves the job's session: a process group kill misses it
     if os.fork() == 0:
         time.sleep(600)
     os._exit(0)
 time.sleep(0.2)
-from lreact.checks import assert_close
-assert_close(halve(3), 1.5, name='halve(3)')
-"""
+""",
+    "a folder it cannot remove": """import os, tempfile
+keep = os.path.join(tempfile.gettempdir(), "keep")
+os.makedirs(keep)
+open(os.path.join(keep, "x"), "w").write("x")
+os.chmod(keep, 0o555)
+""",
+    "a changed folder of the run": """import os, tempfile
+os.chmod(tempfile.gettempdir(), 0o555)
+""",
+}
 
 
-def test_a_job_that_leaves_a_process_behind_retires_its_trusted_process(pool, tmp_path):
-    """No test should start a process that outlives it; if one does, the trusted process finds
-    it after the job (it is the job's subreaper), kills it and is not used again."""
-    nb = replace_cell(load(SRC), "test_halve", DAEMON)
+@pytest.mark.parametrize("how", sorted(LEAVING))
+def test_a_job_that_leaves_something_behind_retires_its_trusted_process(pool, tmp_path, how):
+    """No test should start a process that outlives it or change the run's folders; if one
+    does, the trusted process finds it after the job (it is the job's subreaper, and it compares
+    the run's private folders with how they were), and is not used again."""
+    nb = replace_cell(load(SRC), "test_halve", LEAVING[how] + ASSERT_HALVE)
     source = tmp_path / "tiny.ipynb"
     source.write_text(str(__import__("nbformat").writes(nb)), encoding="utf-8")
     first, _, t1 = graded_with_pids(pool, SRC, source)
