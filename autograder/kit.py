@@ -2,8 +2,8 @@
 
     kit/runner.py                  the entry point (``runner.py``)
     kit/autograder/                channel.py (with codec.py, handles.py, mirror.py, pipe.py,
-                                   quickkey.py, numeric.py, records.py), student.py, tester.py (nothing
-                                   secret in them)
+                                   quickkey.py, numeric.py, records.py), student.py, tester.py,
+                                   jobs.py (nothing secret in them)
     kit/answers-lreact/lreact/     a copy of lreact whose ``@reference_implementation``
                                    functions have no body (``lreact.reference``): the student
                                    process sees it at the real package's path
@@ -26,8 +26,8 @@ from pathlib import Path
 from . import paths
 
 HERE = Path(__file__).resolve().parent
-CODE = ("channel.py", "codec.py", "handles.py", "mirror.py", "numeric.py", "pipe.py", "quickkey.py",
-        "records.py", "student.py", "tester.py")
+CODE = ("channel.py", "codec.py", "handles.py", "jobs.py", "mirror.py", "numeric.py", "pipe.py",
+        "quickkey.py", "records.py", "student.py", "tester.py")
 
 
 def lreact_dir() -> Path:

@@ -49,9 +49,9 @@ def main(argv) -> int:
     for fd in fds:
         os.set_inheritable(fd, False)
     if role == "tester-reused":        # one job after another (trusted.Tester): control, result
-        from autograder import tester
+        from autograder import jobs, tester
         tester.preload()
-        return tester.serve(*fds)
+        return jobs.serve(*fds)
     if role == "student":
         from autograder import student
         student.preload()

@@ -2,17 +2,18 @@
 each in a child of its own.
 
 It never runs student code (``tester.py``: it runs the instructor's cells and calls the student
-process over the channel), but student data does change it: a list argument's in-place changes
-are synced back into the test's object, and a test's object handed to an answer serves its
-public methods (``channel.py``).  A test that passes a module-level object of ``lreact`` could
-so let one submission change what the next one is graded with, if two submissions shared a
-process.  They do not: the process imports the grading code once, then forks a child per job
-(``tester.serve``) and never runs a job itself, so each submission is graded by a fresh copy of
-the same untouched process and its changes end with its child.  What the children share is the
-run: its sandbox (user, private folders), its cgroup and its limits; after each job the process
-removes the files the job added and retires if the job left a process or changed a file
-(``tester.Leftovers``), and the grader reuses it only once it says so (``Tester.ready``).  Also here: how a grading process is started
-(its environment, its stderr).
+process over the channel; code from an answer runs in the answer's sandbox,
+``tester.code_runs_with_the_answers``), but student data does change it: a list argument's
+in-place changes are synced back into the test's object, and a test's object handed to an
+answer serves its public methods (``channel.py``).  A test that passes a module-level object of
+``lreact`` could so let one submission change what the next one is graded with, if two
+submissions shared a process.  They do not: the process imports the grading code once, then
+forks a child per job (``jobs.serve``) and never runs a job itself, so each submission is graded
+by a fresh copy of the same untouched process and its changes end with its child.  What the
+children share is the run: its sandbox (user, private folders), its cgroup and its limits;
+after each job the process removes the files the job added and retires if the job left a
+process or changed a file (``jobs.Leftovers``), and the grader reuses it only once it says so
+(``Tester.ready``).  Also here: how a grading process is started (its environment, its stderr).
 """
 from __future__ import annotations
 
@@ -65,13 +66,13 @@ def start(run, fds, extra) -> subprocess.Popen:
 
 class Tester:
     """A trusted process that serves its jobs one after another, each in a forked child
-    (``tester.serve``; see the module docstring).
+    (``jobs.serve``; see the module docstring).
 
     It runs the instructor's cells and calls the student process over the channel.  Each job
     brings the ends of a new student process's channel over a control socket and gets a wall
     clock of its own.  It is used again only after a job that gave its result in time with
     nothing stopped or failed and after which it said it was ready (nothing left behind:
-    ``tester.Leftovers``), and retired after ``MAX_JOBS`` jobs or once its run has used half of
+    ``jobs.Leftovers``), and retired after ``MAX_JOBS`` jobs or once its run has used half of
     its CPU backstop or memory."""
 
     MAX_JOBS = 100
@@ -116,7 +117,7 @@ class Tester:
 
     def ready(self, seconds: float = READY_SECONDS) -> bool:
         """After a job's result: whether the process says it found nothing left behind and can
-        take the next job (``tester.serve`` writes ``{"ready": ...}``); anything else, or nothing
+        take the next job (``jobs.serve`` writes ``{"ready": ...}``); anything else, or nothing
         within ``seconds``: no."""
         deadline = time.monotonic() + seconds
         while b"\n" not in self.buffer:
