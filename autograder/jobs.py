@@ -23,11 +23,11 @@ def serve(control_fd: int, result_fd: int) -> int:
     submission has a new student process.  This process imports the grading code once and
     never runs a job itself, so every job starts from the same untouched state, and nothing a
     job changes in its memory (a module's object, the environment, numpy's state) outlives its
-    child.  After each job it checks what the job could have left outside its memory (``Leftovers``)
-    and writes ``{"ready": true}`` only when nothing is: then the grader may give it the next
-    job; otherwise it writes ``{"ready": false}`` and ends.  A child that ends without finishing
-    its job (killed, crashed) ends this process too, so that the grader sees the result pipe
-    close, as it would for a process of its own.  Stdin closed: no more jobs."""
+    child.  After each job it checks what the job could have left outside its memory
+    (``Leftovers``) and writes ``{"ready": true}`` only when nothing is: then the grader may give
+    it the next job; otherwise it writes ``{"ready": false}`` and ends.  A child that ends without
+    finishing its job (killed, crashed) ends this process too, so that the grader sees the result
+    pipe close, as it would for a process of its own.  Stdin closed: no more jobs."""
     import gc
     import socket
     out = os.fdopen(result_fd, "w", encoding="utf-8")
@@ -82,13 +82,13 @@ class Leftovers:
 
     No test should start a process or write outside its working folder and ``TMPDIR``, and no
     answer code ever runs here (``tester.code_runs_with_the_answers``); this checks that it
-    stayed so.  Processes: this process is made a child subreaper, so a job's descendant that outlives it
-    (a daemon that left its session) becomes a child of this one and is found, killed, and the
-    process retires.  Files: in the folders only this run can write (its scratch folder; in the
-    sandbox all of its private tmpfs folders, ``LREACT_PRIVATE_DIRS``, but the read-only kit)
+    stayed so.  Processes: this process is made a child subreaper, so a job's descendant that
+    outlives it (a daemon that left its session) becomes a child of this one and is found, killed,
+    and the process retires.  Files: in the folders only this run can write (its scratch folder; in
+    the sandbox all of its private tmpfs folders, ``LREACT_PRIVATE_DIRS``, but the read-only kit)
     every file or folder that was not there before the first job is removed; the process retires
-    when one cannot be removed, or when one that was there changed (its mode, inode or change
-    time, which ``os.utime`` cannot set back; a folder's entries may change)."""
+    when one cannot be removed, or when one that was there changed (its mode, inode or change time,
+    which ``os.utime`` cannot set back; a folder's entries may change)."""
 
     def __init__(self):
         try:
@@ -115,9 +115,8 @@ class Leftovers:
                         st = os.lstat(path)
                     except OSError:
                         continue
-                    is_dir = os.path.isdir(path) and not os.path.islink(path)
                     found[path] = (st.st_mode, st.st_ino) + (
-                        () if is_dir else (st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+                        () if _is_folder(path) else (st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         return found
 
     def clear(self) -> bool:
@@ -133,7 +132,7 @@ class Leftovers:
                 pass
         for path, seen in self.files().items():
             if path not in self.before:
-                if os.path.isdir(path) and not os.path.islink(path):
+                if _is_folder(path):
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     try:
@@ -165,6 +164,10 @@ class Leftovers:
                 if ppid == me:
                     found.append(int(entry))
         return found
+
+
+def _is_folder(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def _writer(out):

@@ -50,6 +50,7 @@ def is_mirror(x) -> bool:
 
 def _logged(state: dict, name: str, method):
     """``method`` of a mirror, logging each call in ``state["lreact_log"]``."""
+    codec = state["lreact_codec"]
 
     def call(args, kwargs):
         state["lreact_depth"] = 1
@@ -86,7 +87,6 @@ def _logged(state: dict, name: str, method):
         state["lreact_again"] = (quick, log[-1]) if quick is not None else None
         return value
 
-    codec = state["lreact_codec"]
     return logged
 
 

@@ -5,7 +5,8 @@ arguments, and a test rng's mirror (``mirror.py``) counts identical consecutive 
 entry.  Both used to encode the arguments (``codec.py``) on every call to compare them; a
 sampling loop calls them tens of thousands of times per submission.  Here a call whose
 arguments are only numbers, strings, None, numeric arrays and short lists or tuples of these
-is keyed by their exact types and bytes instead; any other argument gives no key, and the caller encodes as before.
+is keyed by their exact types and bytes instead; any other argument gives no key, and the
+caller encodes as before.
 
 Two keys are equal only when the encoded arguments would be: the type is part of the key (so
 1, 1.0 and True differ, and a numpy scalar gives no key), a float counts by its bits (0.0 and
