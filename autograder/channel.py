@@ -85,6 +85,8 @@ class Link:
         self.broken = None                 # why the link cannot be used any more
         self.refusing = None               # why no request may be made just now
         self.on_timeout = None             # () -> seconds of grace after an interrupt, or None
+        self.on_names = None               # (names, gone): the answers' names a call changed;
+        #                                    set on the tests' side while a test reads them
         self._proxies: dict = {}
         self._pure_replies: dict = {}      # (handle, encoded arguments) -> reply
         self._pure_values: dict = {}       # (handle, ``_quick_key`` of the arguments) -> value
@@ -193,6 +195,8 @@ class Link:
                "sync": sorted(lists)}
         if repeat is not None:
             msg["repeat"] = repeat = int(repeat)
+        if self.on_names is not None:
+            msg["names"] = 1
         m = self.request_raw(msg)
         with self.codec.receiving(handles=repeat is None):
             value = self.reply_value(m)
@@ -203,6 +207,8 @@ class Link:
                 raise TypeError(f"repeat({name}, {repeat}, ...) must give one value per call, "
                                 f"{repeat} in all; the student's process sent {got}")
             self._sync(lists, m.get("sync"))
+        if self.on_names is not None and "names" in m:
+            self.on_names(m.get("names"), m.get("gone"))
         return value
 
     def _sync(self, lists: dict, synced) -> None:
@@ -231,7 +237,7 @@ class Link:
         (of the handler, of encoding, of size) is a reply too, never an exception here."""
         with self.codec.sending():
             try:
-                value, sync = self.handler(m)
+                value, sync, *extra = self.handler(m)
             except self.passthrough:
                 raise
             except BaseException as e:  # noqa: BLE001 - every failure is a reply
@@ -243,6 +249,8 @@ class Link:
                     out = {"k": "r", "v": self.codec.encode(value)}
                     if sync:
                         out["sync"] = sync
+                    if extra:                  # the answers' names a call changed (student.py)
+                        out["names"], out["gone"] = extra[0]["names"], extra[0]["gone"]
                     return self.pipe.frame(out)
                 except (NotPlainData, RecursionError) as e:
                     if isinstance(value, Raw):      # the cell ran: say so, without its values

@@ -30,6 +30,7 @@ Lecture connection: none; this is the grader's machinery (``autograder/README.md
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
 import types
 
@@ -156,6 +157,15 @@ class Codec:
             raise NotPlainData(f"no such object on this side: {hid!r}") from None
 
     # budgets: one per message; nested uses share the outer one
+    @contextlib.contextmanager
+    def apart(self):
+        """Encode meanwhile on budgets of their own, not on the message under way."""
+        outer, self._sending = self._sending, None
+        try:
+            yield
+        finally:
+            self._sending = outer
+
     def sending(self) -> "_Scope":
         """``with codec.sending() as budget:`` one budget for everything encoded meanwhile."""
         return _Scope(self, "_sending", True, True)

@@ -18,9 +18,9 @@ from .tester import run_job
 
 def serve(control_fd: int, result_fd: int) -> int:
     """A trusted process that grades one submission after another (``trusted.Tester``), each
-    in a child forked for that job: a job a line on stdin; with each, the three ends of that
-    submission's channel arrive over the control socket (``SCM_RIGHTS``), since every
-    submission has a new student process.  This process imports the grading code once and
+    in a child forked for that job: a job a line on stdin; with each, the four pipe ends of that
+    submission (the channel's two, the interrupt, the code sandbox's replies) arrive over the
+    control socket (``SCM_RIGHTS``), since every submission has a new student process.  This process imports the grading code once and
     never runs a job itself, so every job starts from the same untouched state, and nothing a
     job changes in its memory (a module's object, the environment, numpy's state) outlives its
     child.  After each job it checks what the job could have left outside its memory
@@ -37,8 +37,8 @@ def serve(control_fd: int, result_fd: int) -> int:
     gc.freeze()      # the imports stay shared with the children instead of copied by the GC
     for line in sys.stdin:
         job = json.loads(line)
-        _, fds, _, _ = socket.recv_fds(control, 16, 3)
-        if len(fds) != 3:
+        _, fds, _, _ = socket.recv_fds(control, 16, 4)
+        if len(fds) != 4:
             for fd in fds:
                 os.close(fd)
             break
@@ -81,7 +81,7 @@ class Leftovers:
     """What a job could leave outside its child's memory, checked after each job (``serve``).
 
     No test should start a process or write outside its working folder and ``TMPDIR``, and no
-    answer code ever runs here (``tester.code_runs_with_the_answers``); this checks that it
+    answer code ever runs here (``tester.code_runs_in_a_sandbox_of_its_own``); this checks that it
     stayed so.  Processes: this process is made a child subreaper, so a job's descendant that
     outlives it (a daemon that left its session) becomes a child of this one and is found, killed,
     and the process retires.  Files: in the folders only this run can write (its scratch folder; in

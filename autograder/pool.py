@@ -21,6 +21,7 @@ import time
 
 from . import kit as kits
 from . import paths, sandbox
+from .code_runs import CodeRuns
 from .trusted import CPU_SECONDS, Tester, scratch_env, start  # noqa: F401 - scratch_env re-exported
 
 RESULT_LIMIT = 256 * 1024 * 1024
@@ -38,7 +39,9 @@ class Pair:
         t2s = os.pipe()
         s2t = os.pipe()
         stop = os.pipe()          # the tester interrupts a late answer (student.Interrupts)
-        self.tester_fds = (s2t[0], t2s[1], stop[1])   # sent to the tester with its job
+        self.code_runs = CodeRuns(mode)   # the tests' code actions, run by the grader
+        # sent to the tester with its job: the channel's ends, the interrupt, the code replies
+        self.tester_fds = (s2t[0], t2s[1], stop[1], self.code_runs.read_fd)
         self.tester, self.pool, self.result = None, None, None
         self.runs, self.procs = [], []
         try:
@@ -70,11 +73,12 @@ class Pair:
                 self.notes.append(note)
 
     def _close_tester_fds(self) -> None:
-        for fd in self.tester_fds:
+        for fd in self.tester_fds[:3]:
             try:
                 os.close(fd)
             except OSError:
                 pass
+        self.code_runs.close_read_end()
         self.tester_fds = ()
 
     def alive(self) -> bool:
@@ -114,6 +118,8 @@ class Pair:
                         continue
                     if event.get("event") == "stop_student":
                         student_run.kill()
+                    elif event.get("event") == "run_code":
+                        self.code_runs.start(event)
                     elif "result" in event:
                         result = event["result"]
                 if result is not None:
@@ -137,6 +143,7 @@ class Pair:
 
     def cleanup(self) -> None:
         self._close_tester_fds()
+        self.code_runs.close()
         if self.runs:
             self.runs[0].cleanup()
         if self.procs:

@@ -24,9 +24,10 @@ import traceback
 
 from .channel import (MAX_MESSAGE, ChannelError, Link, NotPlainData, Pipe, Raw, _mutable,
                       is_mirror)
-from .codec import shared_function
+from .codec import MAX_ITEMS, shared_function
 
 HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
+_IMMUTABLE = frozenset((type(None), bool, int, float, complex, str, bytes))
 OUTPUT_CAP = 100_000          # characters of output kept per cell
 MAX_REPEAT = 1_000_000        # calls in one ``repeat`` request
 MAX_NAMES = 10_000            # names one cell may pass on (each at most MAX_NAME characters)
@@ -141,6 +142,7 @@ class Answers:
         self.ns = self.shell.user_ns
         self.link = None
         self.interrupts = interrupts or Interrupts()
+        self.sent: dict = {}          # name -> (object, its encoding as last sent, or None)
 
     def visible_names(self):
         return {k: v for k, v in self.ns.items()
@@ -150,7 +152,6 @@ class Answers:
         source = self.cells.get(str(index))
         if source is None:
             raise KeyError(f"no cell {index} here")
-        before = {k: id(v) for k, v in self.visible_names().items()}
         out, err = Capped(), Capped()
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
@@ -167,38 +168,61 @@ class Answers:
         if error is not None:
             outputs.append({"output_type": "error", "ename": type(error).__name__,
                             "evalue": str(error)[:OUTPUT_CAP]})
-        now = self.visible_names()
-        changed = [(k, v) for k, v in now.items()
-                   if before.get(k) != id(v) and len(k) <= MAX_NAME][:MAX_NAMES]
-        gone = [k for k in before if k not in now and len(k) <= MAX_NAME][:MAX_NAMES]
-        return {"ok": error is None, "outputs": outputs, "names": self.values(changed),
-                "gone": gone}
+        names, gone = self.changes()
+        return {"ok": error is None, "outputs": outputs, "names": names, "gone": gone}
+
+    def changes(self) -> tuple[dict, list]:
+        """What the tests must learn since the last report, as one kernel would show it: the
+        names bound to another object, the values changed in place (a dict filled by a later
+        cell, a list a function appended to: compared by their encoding with what was sent),
+        and the names deleted.  ``({name: [kind, encoded value or why not, in place]}, gone)``."""
+        now = {k: v for k, v in self.visible_names().items() if len(k) <= MAX_NAME}
+        changed = []
+        for k, v in now.items():
+            seen = self.sent.get(k)
+            if seen is None or seen[0] is not v:
+                changed.append((k, v, False))
+            elif seen[1] is not None and type(v) not in _IMMUTABLE:
+                changed.append((k, v, True))         # the same object: sent only if it changed
+        gone = [k for k in self.sent if k not in now][:MAX_NAMES]
+        for k in gone:
+            del self.sent[k]
+        return self.values(changed[:MAX_NAMES]), gone
 
     def values(self, changed) -> dict:
-        """``{name: [kind, encoded value or why not]}`` for the names a cell set.  A value too
-        large to pass (or that JSON cannot write) is not sent: the tests get a name that says
-        why when a test uses it, and a name no test reads costs nothing."""
-        names, room = {}, VALUES_ROOM
+        """``{name: [kind, encoded value or why not, in place]}`` for the names given, each
+        ``(name, value, same object as last sent)``; a value sent before and unchanged is left
+        out.  A value too large to pass (or that JSON cannot write) is not sent: the tests get a
+        name that says why when a test uses it, and a name no test reads costs nothing.  Each
+        value is encoded on a budget of its own (one reply decodes at most ``codec.MAX_ITEMS``
+        values in all: counted here too)."""
+        names, room, items = {}, VALUES_ROOM, 0
         codec = self.link.codec
-        with codec.sending() as budget:
-            for k, v in changed:
+        with codec.apart():
+            for k, v, same in changed:
                 kind = kind_of(v)
-                names[k] = [kind, None]
                 if kind != "data":
+                    self.sent[k] = (v, None)
+                    if not same:
+                        names[k] = [kind, None]
                     continue
-                spent = budget.items, budget.chars
                 try:
-                    value = codec.encode(v)
+                    with codec.sending() as budget:
+                        value = codec.encode(v)
+                    if same and value == self.sent[k][1]:
+                        continue
                     size = len(Pipe.text(value))
-                    if size > room:
+                    if size > room or items + budget.items > MAX_ITEMS:
                         raise NotPlainData(f"too large to pass: {size:,} bytes, more than the "
-                                           f"{room:,} left in this cell's reply")
+                                           f"{room:,} left in this reply")
                 except (NotPlainData, RecursionError) as e:
-                    budget.items, budget.chars = spent
+                    self.sent[k] = (v, None)
                     names[k] = ["other", str(e)[:300] or type(e).__name__]
                     continue
-                names[k][1] = value
+                self.sent[k] = (v, value)
+                names[k] = [kind, value, 1] if same else [kind, value]
                 room -= size
+                items += budget.items
         return names
 
     def handle(self, m):
@@ -232,6 +256,9 @@ class Answers:
                     sync[k] = {"log": log}     # the rng's calls, replayed on the test's rng
                 elif _mutable(v):
                     sync[k] = self.link.codec.encode(v)
+            if m.get("names"):             # a test reads the answers' names: what changed
+                names, gone = self.changes()
+                return value, sync, {"names": names, "gone": gone}
             return value, sync
         if op == "bye":
             raise SystemExit(0)

@@ -20,6 +20,7 @@ written here without asking the student process anything (``error_text``).
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import signal
 import sys
@@ -141,15 +142,18 @@ class TrustedCells:
 
     # the student's names
     def install(self, names: dict, gone: list) -> None:
-        """The names a cell set, as plain values (decoded within one reply's budget) or as
-        the student's functions; a value that cannot be had is ``Unavailable``, saying why."""
+        """The names a cell (or a call, ``watch_names``) set, as plain values (decoded within
+        one reply's budget) or as the student's functions; a value that cannot be had is
+        ``Unavailable``, saying why.  A name the tests' code has bound itself stays theirs."""
+        names = names if isinstance(names, dict) else {}
         with self.link.codec.receiving():
             for name, entry in names.items():
                 if not isinstance(name, str) or not name.isidentifier() \
-                        or name in self.protected:
+                        or name in self.protected \
+                        or (name in self.ns and self.ns[name] is not self.installed.get(name)):
                     continue
-                kind, value = (entry + [None, None])[:2] if isinstance(entry, list) \
-                    else (None, None)
+                kind, value, same = (entry + [None, None, None])[:3] \
+                    if isinstance(entry, list) else (None, None, None)
                 if kind == "callable":
                     obj = Answer(self.link, name)
                 elif kind == "data":
@@ -157,6 +161,9 @@ class TrustedCells:
                         obj = self.link.codec.decode(value)
                     except (NotPlainData, RecursionError) as e:
                         obj = Unavailable(name, f"the value sent was refused: {e}")
+                    else:
+                        if same == 1 and _update_in_place(self.installed.get(name), obj):
+                            continue     # the same object, changed in place, as in one kernel
                 else:
                     why = value if isinstance(value, str) and value else \
                         "it is a module, a class or another object, not plain data"
@@ -167,6 +174,14 @@ class TrustedCells:
             if isinstance(name, str) and name in self.installed \
                     and self.ns.get(name) is self.installed[name]:
                 del self.ns[name]
+
+    def watch_names(self, read_by_tests: frozenset) -> None:
+        """While a test cell runs: when the tests' code reads any of the answers' data names,
+        each call of an answer brings back the names it changed (``Link.on_names``), so a value
+        a function filled in place reaches the test as it would in one kernel; otherwise calls
+        carry nothing extra."""
+        data = {n for n, o in self.installed.items() if not isinstance(o, Answer)}
+        self.link.on_names = self.install if data & read_by_tests else None
 
     def interrupt(self):
         """An answer ran past the time limit: interrupt it, as a kernel is interrupted on a
@@ -296,6 +311,41 @@ class _NoShell:
     run_cell_magic = system = run_line_magic
 
 
+def _update_in_place(old, new) -> bool:
+    """Make ``old`` (the tests' copy of an answer's value) equal to ``new`` without replacing
+    it, so every reference a test holds sees the change; False where the types differ."""
+    if old is None or type(old) is not type(new):
+        return False
+    if type(old) is list:
+        old[:] = new
+    elif type(old) is dict:
+        old.clear()
+        old.update(new)
+    elif type(old) is set:
+        old.clear()
+        old.update(new)
+    else:
+        import numpy as np
+        if not (type(old) is np.ndarray and old.shape == new.shape and old.dtype == new.dtype
+                and old.flags.writeable):
+            return False
+        old[...] = new
+    return True
+
+
+def names_read(sources) -> frozenset:
+    """Every name the tests' code (setup and test cells) reads."""
+    import ast
+    found = set()
+    for source in sources:
+        try:
+            tree = ast.parse(_python(source))
+        except SyntaxError:
+            continue
+        found.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+    return frozenset(found)
+
+
 def _alarm(signum, frame):
     raise CellTimeout("time limit")
 
@@ -328,13 +378,16 @@ def clean_outputs(outputs) -> list:
     return clean
 
 
-def run_job(job: dict, rfd: int, wfd: int, interrupt_fd, events) -> None:
-    """Every cell of ``job`` in notebook order; the result is the last event written."""
+def run_job(job: dict, rfd: int, wfd: int, interrupt_fd, code_fd, events) -> None:
+    """Every cell of ``job`` in notebook order; the result is the last event written.
+    ``code_fd``: where the grader's replies to code actions arrive
+    (``code_runs_in_a_sandbox_of_its_own``)."""
     cwd = job.get("cwd") or "."
     os.makedirs(cwd, exist_ok=True)
     os.chdir(cwd)
     tests = TrustedCells(Pipe(rfd, wfd), events, job.get("timeout", 60), interrupt_fd)
-    code_runs_with_the_answers(tests.link)
+    code_runs_in_a_sandbox_of_its_own(events, code_fd)
+    read_by_tests = names_read(c["source"] for c in job["cells"] if c["role"] in ("setup", "test"))
     results = {}
     failure = None
     started = time.monotonic()
@@ -349,8 +402,10 @@ def run_job(job: dict, rfd: int, wfd: int, interrupt_fd, events) -> None:
                 if not here["ok"]:
                     failure = failure or f"the setup cell {index} failed: {here['error']}"
             elif role == "test":
+                tests.watch_names(read_by_tests)
                 results[index] = tests.run_here(cell["source"],
                                                 f"<test cell {cell.get('grade_id')}>")
+                tests.link.on_names = None
                 tests.protect_own_names()
             if index in results:
                 results[index]["seconds"] = round(time.monotonic() - started, 3)
@@ -365,23 +420,53 @@ def run_job(job: dict, rfd: int, wfd: int, interrupt_fd, events) -> None:
                        "failure": failure, "stopped": tests.stopped}})
 
 
-def code_runs_with_the_answers(link) -> None:
-    """Code that comes from an answer (Exercise 11's ``code_action`` string, the code a student's
-    ``run_code_action`` hands to the sandbox it was given) runs in the answer's sandbox, never in
-    this one: here the course's code sandbox, ``lreact.codeact.run_python`` (also
-    ``lreact.run_python``), asks the student process to run its own copy and returns the plain
-    result.  Handed to an answer, it crosses by name (``codec.SHARED_FUNCTIONS``).  Set in each
-    job's own child."""
+CODE_REPLY_MARGIN = 30.0   # seconds the grader may take beyond a code action's own time limit
+
+
+def code_runs_in_a_sandbox_of_its_own(events, reply_fd) -> None:
+    """Code that comes from an answer (Exercise 11's ``code_action`` string, the code a test runs
+    to judge a student's code tool) runs in a sandbox of its own, started by the grader for that
+    one run, never in this process's sandbox and never in the answers' process: here the course's
+    code sandbox, ``lreact.codeact.run_python`` (also ``lreact.run_python``), sends the request
+    to the grader (an event on the result pipe) and reads the plain result from ``reply_fd``.
+    The answers' process cannot reach either pipe, so it cannot decide what a test sees of a code
+    action (an outside review had an answer cell replace ``run_python`` in its own process and
+    pass a wrong ``code_action``).  Handed to an answer, ``run_python`` still crosses by name
+    (``codec.SHARED_FUNCTIONS``): the answer runs its own copy.  Set in each job's own child."""
     import lreact
     import lreact.codeact as codeact
 
     local = codeact.run_python
+    replies = os.fdopen(reply_fd, "rb", buffering=0)
 
-    def run_python(code, **kwargs):
-        return link.call({"shared": "lreact.codeact.run_python"}, (code,), kwargs)
+    def run_python(code, *, timeout, memory=codeact.DEFAULT_MEMORY,
+                   max_output=codeact.DEFAULT_MAX_OUTPUT, prelude="", sandbox="auto"):
+        code, timeout, memory, max_output, prelude, _ = codeact.checked_arguments(
+            code, timeout, memory, max_output, prelude, sandbox)
+        events({"event": "run_code", "code": code, "prelude": prelude, "timeout": timeout,
+                "memory": memory, "max_output": max_output})
+        return _code_reply(replies, timeout + CODE_REPLY_MARGIN)
 
     run_python.__doc__, run_python.lreact_local = local.__doc__, local
     codeact.run_python = lreact.run_python = run_python
+
+
+def _code_reply(replies, seconds: float) -> dict:
+    """The grader's reply to one code action: its result dict, or RuntimeError saying why not."""
+    import select
+    deadline, line = time.monotonic() + seconds, b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([replies], [], [], left)[0]:
+            raise RuntimeError(f"the code sandbox gave no result within {seconds:g} s")
+        chunk = replies.read(1 << 16)
+        if not chunk:
+            raise RuntimeError("the code sandbox is gone (the grader closed it)")
+        line += chunk
+    reply = json.loads(line)
+    if "error" in reply:
+        raise RuntimeError(f"the code sandbox could not run the code: {reply['error']}")
+    return reply["result"]
 
 
 def preload() -> None:

@@ -2,8 +2,8 @@
 each in a child of its own.
 
 It never runs student code (``tester.py``: it runs the instructor's cells and calls the student
-process over the channel; code from an answer runs in the answer's sandbox,
-``tester.code_runs_with_the_answers``), but student data does change it: a list argument's
+process over the channel; code from an answer that a test judges runs in a sandbox of its own,
+started by the grader, ``code_runs.py``), but student data does change it: a list argument's
 in-place changes are synced back into the test's object, and a test's object handed to an
 answer serves its public methods (``channel.py``).  A test that passes a module-level object of
 ``lreact`` could so let one submission change what the next one is graded with, if two

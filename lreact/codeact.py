@@ -14,7 +14,8 @@ fill the caller's memory, and a marker says how much was dropped.
 
 Isolation, where bubblewrap (``bwrap``) works on this machine: no network (own network
 namespace), own PID namespace (nothing outlives the run), a read-only view of the system and of
-the Python installation only (not the course folder, not home folders), a private writable
+the Python installation only (not the course folder, not home folders, and not this package
+even where it is installed among the Python packages), a private writable
 scratch folder (a size-capped tmpfs) as the working directory, and, when the caller is root, a
 fresh unprivileged user id so the process limit counts only this run's processes.  This is the
 same isolation ``autograder/sandbox.py`` builds for grading runs.
@@ -262,6 +263,9 @@ def _bwrap(kit: Path) -> list:
                 args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--ro-bind", str(p), str(p)]
         bound.append(p)
+    course = Path(__file__).resolve().parent      # this package, where an install put it
+    if any(course.is_relative_to(q) for q in bound):
+        args += ["--tmpfs", str(course)]             # hidden: a code action needs none of it
     args += ["--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", INSIDE,
              "--ro-bind", str(kit), "/kit", "--remount-ro", "/", "--chdir", INSIDE]
     return args
@@ -370,13 +374,10 @@ def _check_number(value, name, minimum):
     return value
 
 
-def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_OUTPUT,
-               prelude="", sandbox="auto") -> dict:
-    """Run ``code`` in a fresh, limited Python interpreter; return a plain dict (module
-    docstring).  ``timeout`` (seconds of wall-clock time) is required; ``prelude`` is Python
-    run first in the same namespace (e.g. ``weather_prelude()``, so the code can call
-    ``get_weather``); ``sandbox`` is ``"auto"`` (bubblewrap when it works, else limits only),
-    ``"require"`` (raise ``RuntimeError`` without bubblewrap) or ``"off"``."""
+def checked_arguments(code, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_OUTPUT,
+                      prelude="", sandbox="auto") -> tuple:
+    """``run_python``'s arguments checked and normalised (a TypeError or ValueError saying
+    which is wrong): ``(code, timeout, memory, max_output, prelude, sandbox)``."""
     if not isinstance(code, str):
         raise TypeError(f"code must be a str of Python source, got {type(code).__name__}")
     if not isinstance(prelude, str):
@@ -386,6 +387,18 @@ def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_O
     max_output = int(_check_number(max_output, "max_output", 0))
     if sandbox not in ("auto", "require", "off"):
         raise ValueError(f"sandbox must be 'auto', 'require' or 'off', not {sandbox!r}")
+    return code, timeout, memory, max_output, prelude, sandbox
+
+
+def run_python(code, *, timeout, memory=DEFAULT_MEMORY, max_output=DEFAULT_MAX_OUTPUT,
+               prelude="", sandbox="auto") -> dict:
+    """Run ``code`` in a fresh, limited Python interpreter; return a plain dict (module
+    docstring).  ``timeout`` (seconds of wall-clock time) is required; ``prelude`` is Python
+    run first in the same namespace (e.g. ``weather_prelude()``, so the code can call
+    ``get_weather``); ``sandbox`` is ``"auto"`` (bubblewrap when it works, else limits only),
+    ``"require"`` (raise ``RuntimeError`` without bubblewrap) or ``"off"``."""
+    code, timeout, memory, max_output, prelude, sandbox = checked_arguments(
+        code, timeout, memory, max_output, prelude, sandbox)
     kind = platform_kind()
     use_bwrap = sandbox != "off" and kind == "linux" and bwrap_works()
     if sandbox == "require" and not use_bwrap:

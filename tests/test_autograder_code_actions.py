@@ -1,15 +1,18 @@
-"""Code from an answer runs in the answer's sandbox, never beside the tests.
+"""Code from an answer never runs beside the tests, and never where the answer decides its result.
 
 Lab 2's hidden test of ``run_code_action`` hands it the course's code sandbox (``run_python``)
 and lets it run code of its choosing.  As a handle, that code would run in the trusted process's
 sandbox, as its user: it could read the reference implementations there, and leave a process that
 kills the grading of the next submission the trusted process serves (found by an outside review:
 the next honest submission scored 0/37, "kernel died").  It crosses by name instead
-(``codec.SHARED_FUNCTIONS``), so the answer runs its own copy, in its own sandbox.  Exercise 11's
-test runs the student's ``code_action`` string with the same sandbox: beside the tests it filled
-the folders the next submissions needed (a second review: 3 points lost by each); now
-``lreact.codeact.run_python`` in the trusted process asks the student process to run it
-(``tester.code_runs_with_the_answers``)."""
+(``codec.SHARED_FUNCTIONS``), so the answer runs its own copy, in its own sandbox.
+
+Exercise 11's test runs the student's ``code_action`` string itself, to judge it.  Beside the tests
+it filled the folders the next submissions needed (a second review: 3 points lost by each); run by
+the answers' process, an answer cell that replaced ``run_python`` there decided the result (a third
+review: a wrong ``code_action`` scored 3/3).  Now ``run_python`` in the trusted process asks the
+grader, which runs the code in a fresh sandbox of its own (``autograder/code_runs.py``,
+``tester.code_runs_in_a_sandbox_of_its_own``)."""
 from pathlib import Path
 
 import pytest
@@ -92,14 +95,18 @@ def test_a_code_action_cannot_reach_the_next_submissions_grading(tmp_path):
     assert honest.total == honest.possible, (honest.failure, honest.errors)
 
 
-# Exercise 11's code action, right, unless it runs beside the tests or can read a reference
-# implementation: then it answers wrong (so its own points show where it ran).
+# Exercise 11's code action, right, unless it runs beside either grading process or can read a
+# reference implementation: then it answers wrong (so its own points show where it ran).
 CODE_ACTION = '''code_action = """
 import os, inspect
-import lreact.sampling
 beside = any(b"tester-reused" in open(f"/proc/{p}/cmdline", "rb").read()
+             or b"student" in open(f"/proc/{p}/cmdline", "rb").read()
              for p in os.listdir("/proc") if p.isdigit())
-readable = "ReferenceUnavailable" not in inspect.getsource(lreact.sampling.softmax)
+try:
+    import lreact.sampling
+    readable = "ReferenceUnavailable" not in inspect.getsource(lreact.sampling.softmax)
+except ImportError:
+    readable = False
 temps = {}
 for city in ["Berlin", "Paris", "Madrid"]:
     temps[city] = float(get_weather(city).split("°")[0])
@@ -110,7 +117,7 @@ llm_calls_code = 2
 '''
 
 
-def test_an_exercise_code_action_runs_in_the_students_sandbox(tmp_path):
+def test_an_exercise_code_action_runs_in_a_sandbox_of_its_own(tmp_path):
     probe = replace_cell(load(EXERCISES), "ex11_code_action", CODE_ACTION)
     pool = ProcessPool(paths.State(tmp_path / "state"), size=1)
     try:
@@ -121,3 +128,33 @@ def test_an_exercise_code_action_runs_in_the_students_sandbox(tmp_path):
     ex11 = {k: v for k, v in graded.scores.items() if k.startswith("test_ex11")}
     assert ex11 and all(got == most for got, most in ex11.values()), (ex11, graded.errors)
 
+
+
+# A wrong code action (it never asks get_weather) with the course's code sandbox replaced in the
+# answers' process by one that prints the result line the test looks for.  The test's own runs
+# never go there, so the forgery costs only the answer's own points.
+FORGERY = (Path(__file__).resolve().parent.parent / "autograder" / "hostile"
+           / "forge_code_action_run.py").read_text(encoding="utf-8")
+
+
+def test_a_forged_code_sandbox_in_the_answers_process_decides_nothing(tmp_path):
+    right = replace_cell(load(EXERCISES), "ex11_code_action",
+                         FORGERY.replace("code_action = \"answer = 'Madrid'   # never asks "
+                                         "get_weather\"", load_answer()))
+    forged = replace_cell(load(EXERCISES), "ex11_code_action", FORGERY)
+    pool = ProcessPool(paths.State(tmp_path / "state"), size=1)
+    try:
+        graded = [grade_notebook("lecture-ReAct-exercises", nb, timeout=60, source=EXERCISES,
+                                 pool=pool, state=pool.state) for nb in (forged, right)]
+    finally:
+        pool.drain()
+    forged_score, right_score = (g.scores["test_ex11_code_action"] for g in graded)
+    assert forged_score == (0.0, 3.0), graded[0].errors
+    # the same forger beside a right code action: the right answer keeps its points
+    assert right_score == (3.0, 3.0), graded[1].errors
+
+
+def load_answer() -> str:
+    cell = next(c for c in load(EXERCISES).cells if grade_id(c) == "ex11_code_action")
+    body = cell.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+    return body.strip("\n").split("llm_calls_specific")[0].rstrip()
