@@ -124,11 +124,14 @@ def parser() -> argparse.ArgumentParser:
         epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
     _common(g, out_default="grades.csv",
             out_help="the CSV grade sheet to write (default: grades.csv)")
-    g.add_argument("--cluster", default=None, metavar="tcp://HOST:8786",
-                   help="grade on the workers of this Dask scheduler (README.md, \"Grading on "
-                        "a cluster\"); the cache, gradebook and CSV stay on this machine, and "
-                        "--jobs is ignored (default: $LREACT_DASK_SCHEDULER; unset: this "
-                        "machine)")
+    g.add_argument("--cluster", default=None, metavar="tls://HOST:8786",
+                   help="grade on the workers of this Dask scheduler, over mutual TLS only "
+                        "(README.md, \"Grading on a cluster\"); the cache, gradebook and CSV "
+                        "stay on this machine, and --jobs is ignored (default: "
+                        "$LREACT_DASK_SCHEDULER; unset: this machine)")
+    g.add_argument("--cluster-certs", default=None, type=Path, metavar="DIR",
+                   help="the folder `cluster-certs DIR` wrote: this machine's certificate for "
+                        "--cluster (default: $LREACT_DASK_CERTS)")
 
     k = sub.add_parser(
         "cluster-certs", formatter_class=_formatter,
@@ -236,7 +239,7 @@ def main(argv=None) -> int:
         runner = None
         if address(args.cluster):
             from .cluster import Cluster
-            runner = Cluster(address(args.cluster))
+            runner = Cluster(address(args.cluster), certs=args.cluster_certs)
         try:
             records, failures = grade_all(args.submissions, root=args.root, out=args.out,
                                           jobs=args.jobs, timeout=args.timeout,
