@@ -483,8 +483,8 @@ class _Runs:
 
 
 class _RunsError(Exception):
-    def __reduce__(self):
-        return (exec, (RUNS,))
+    def __reduce__(self):     # unpickled, it runs RUNS and is an exception (so that Dask's
+        return (eval, ("exec(RUNS) or ValueError('forged')", {"RUNS": RUNS}))  # check passes)
 
 
 def worker_problem(expected, mode="auto"):
