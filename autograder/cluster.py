@@ -175,7 +175,7 @@ def security(certs: str | Path | None):
                          f"--cluster-certs DIR or set ${CERTS_VARIABLE} to the folder that "
                          "`python -m autograder cluster-certs DIR` wrote (make one with it if "
                          f"you have none; {HOW})")
-    found = cluster_certs.files(Path(folder), "client")
+    found = cluster_certs.files(Path(folder).expanduser(), "client")
     missing = [str(f) for f in found.values() if not f.is_file()]
     if missing:
         raise SystemExit(f"{folder} is not a folder that `python -m autograder cluster-certs` "
