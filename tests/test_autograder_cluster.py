@@ -8,8 +8,8 @@ local pool: the same CSV and the same gradebook scores; a worker killed mid-run 
 a worker with other grading code, or without a sandbox, is refused.  The scheduler refuses
 workers and clients without the certificates; a worker holding them that forges its answers
 (full marks for a blank upload, an extra cell, scores above the maximum, text that is not
-JSON, pickles, an exception whose unpickling runs code) has nothing recorded, and nothing it
-sends runs on the instructor's side.
+JSON, pickles, an exception whose unpickling runs code, a pickled "warn" event) has nothing
+recorded, and nothing it sends runs on the instructor's side.
 """
 import csv
 import json
@@ -500,6 +500,12 @@ def grade_remote(task):
         return Serialized({"serializer": "pickle", "writeable": ()}, [pickle.dumps(_Runs())])
     if flavor == "not-json":
         return "{'record': not JSON"
+    if flavor == "warns":     # a "warn" event: Dask's default handler unpickles its message
+        import time
+        from distributed import get_worker
+        get_worker().log_event("warn", {"message": pickle.dumps(_Runs())})
+        time.sleep(2)
+        return "{'record': not JSON"
     source = Path(tempfile.mkdtemp()) / "source.ipynb"
     source.write_bytes(task["source"])
     sub = Submission(task["student"], task["assignment"], None, task["origin"])
@@ -517,7 +523,8 @@ FORGERIES = {"full-marks": "to an upload whose every answer is the released stub
              "above-max": "outside 0..",
              "not-json": "it is not JSON",
              "pickled": "it is not plain data",
-             "raises": "the cluster could not grade raises / tiny"}
+             "raises": "the cluster could not grade raises / tiny",
+             "warns": "it is not JSON"}
 
 
 @pytest.mark.slow
