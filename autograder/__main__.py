@@ -1,6 +1,6 @@
 """``python -m autograder <command>``: the instructor's tool for this unit.
 
-Commands: release, grade, feedback, export, catalogue, selfcheck. ``python -m autograder
+Commands: release, grade, cluster-certs, feedback, export, catalogue, selfcheck. ``python -m autograder
 COMMAND --help`` describes each one. Run everything from the repository root.
 """
 from __future__ import annotations
@@ -124,11 +124,26 @@ def parser() -> argparse.ArgumentParser:
         epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
     _common(g, out_default="grades.csv",
             out_help="the CSV grade sheet to write (default: grades.csv)")
-    g.add_argument("--cluster", default=None, metavar="tcp://HOST:8786",
-                   help="grade on the workers of this Dask scheduler (README.md, \"Grading on "
-                        "a cluster\"); the cache, gradebook and CSV stay on this machine, and "
-                        "--jobs is ignored (default: $LREACT_DASK_SCHEDULER; unset: this "
-                        "machine)")
+    g.add_argument("--cluster", default=None, metavar="tls://HOST:8786",
+                   help="grade on the workers of this Dask scheduler, over mutual TLS only "
+                        "(README.md, \"Grading on a cluster\"); the cache, gradebook and CSV "
+                        "stay on this machine, and --jobs is ignored (default: "
+                        "$LREACT_DASK_SCHEDULER; unset: this machine)")
+    g.add_argument("--cluster-certs", default=None, type=Path, metavar="DIR",
+                   help="the folder `cluster-certs DIR` wrote: this machine's certificate for "
+                        "--cluster (default: $LREACT_DASK_CERTS)")
+
+    k = sub.add_parser(
+        "cluster-certs", formatter_class=_formatter,
+        help="make the certificates of a grading cluster (mutual TLS)",
+        description=_d(
+            "Write a private certificate authority and, signed by it, a certificate and key "
+            "for the Dask scheduler, for the workers and for this machine's grade --cluster "
+            "into DIR (a new or empty folder), and print which file goes to which machine and "
+            "the commands that start the scheduler and the workers with them. The CA's key "
+            "stays in DIR; keys are written mode 0600. README.md, \"Grading on a cluster\"."))
+    k.add_argument("folder", type=Path, metavar="DIR",
+                   help="new or empty folder for the certificates")
 
     f = sub.add_parser(
         "feedback", formatter_class=_formatter,
@@ -224,7 +239,7 @@ def main(argv=None) -> int:
         runner = None
         if address(args.cluster):
             from .cluster import Cluster
-            runner = Cluster(address(args.cluster))
+            runner = Cluster(address(args.cluster), certs=args.cluster_certs)
         try:
             records, failures = grade_all(args.submissions, root=args.root, out=args.out,
                                           jobs=args.jobs, timeout=args.timeout,
@@ -236,6 +251,9 @@ def main(argv=None) -> int:
         print(summary(records, failures))
         print(f"wrote {args.out}")
         return 0
+    if args.command == "cluster-certs":
+        from .cluster_certs import command
+        return command(args.folder)
     if args.command == "feedback":
         from .feedback import feedback_all
         written = feedback_all(args.submissions, args.out, root=args.root, jobs=args.jobs,
