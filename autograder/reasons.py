@@ -13,6 +13,7 @@ import re
 REASONS = (  # (how a failure the grader writes starts, reason); first match wins
     ("grader error", "grader error"),          # grade_one, tester.run_job: the grader's fault
     ("duplicate upload", "duplicate upload: none graded"),      # submissions.resolve
+    ("ambiguous name", "ambiguous name"),                       # lms.owners: whose, unknown
     ("bad zip", "bad zip"),
     ("invalid notebook", "not a notebook"),
     ("not a notebook", "not a notebook"),
