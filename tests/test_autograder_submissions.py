@@ -49,10 +49,11 @@ def test_the_issues_name_collision_no_longer_replaces_danas_grade(tmp_path):
     assert dana.problem.startswith("duplicate upload")
     assert dana.duplicates == ["dana_1_tiny.ipynb", "dana_2_tiny.ipynb"]
     record = grade.grade_one(dana, TINY, grade.options_key(20, "auto"), None, "code")
-    assert record["reason"] == "duplicate upload: none graded" and record["total"] == 0
+    assert record["reason"] == "duplicate upload: none graded"
     out = tmp_path / "grades.csv"
     grade.write_csv([record], KNOWN, out)
-    assert "duplicate upload: none graded" in out.read_text()
+    row = out.read_text().splitlines()[1]     # not graded: blank score cells, never 0
+    assert row == '"dana","tiny","","","","","",5,"","duplicate upload: none graded"', row
     text = grade.summary([record], [record])
     assert "dana_1_tiny.ipynb" in text and "dana_2_tiny.ipynb" in text
     assert "none graded" in text
