@@ -185,12 +185,18 @@ def _canvas_anonymous(name: str) -> list:
 
 
 def _canvas(name: str) -> list:
-    """Every reading ``<lastfirst>[_LATE]_<user id>_<file id>_<file>`` whose front can be a
-    lastfirst (module docstring): one per place, however many the free text adds."""
+    """The readings ``<lastfirst>[_LATE]_<user id>_<file id>_<file>`` whose front can be a
+    lastfirst (module docstring), one per user id (the first place it is read at), however
+    many places the free text adds; the lastfirst kept for messages is cut at 100 characters."""
     bad = NOT_LASTFIRST.search(name)
     end = bad.start() if bad else len(name)
-    return [Owner(m[2], name[:m.start()], "canvas") for m in CANVAS.finditer(name)
-            if m.start() <= end]
+    found: dict = {}
+    for m in CANVAS.finditer(name):
+        if m.start() > end:
+            break
+        if m[2] not in found:
+            found[m[2]] = Owner(m[2], name[:min(m.start(), 100)], "canvas")
+    return list(found.values())
 
 
 def _blackboard(name: str) -> list:
@@ -228,7 +234,7 @@ def _blackboard_accounts(readings: list) -> dict:
     for prefix, stamp in readings:
         i = cut[prefix]
         if i is None:
-            users = [prefix[j + 1:] for j in _splits(prefix)]
+            users = [prefix[j + 1:j + 101] for j in _splits(prefix)[:5]]
             out[prefix, stamp] = _Refusal("blackboard", " or as ".join(
                 f"Blackboard user {u}'s" for u in users[:4]) + (
                 " (the assignment title and the username may both hold '_'; put each "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import time
+import tracemalloc
 
 import nbformat
 import pytest
@@ -234,13 +235,38 @@ def test_an_anonymous_id_of_digits_only_is_read_in_an_anonymous_download():
     assert owner("anon_12345_9007_tiny.ipynb").problem.startswith("ambiguous name")
 
 
+def test_a_refused_name_stays_inert_in_the_summary_and_the_grade_sheet(tmp_path):
+    """A refused upload's key is its own file name, made safe (lms.safe_key); its message
+    names the readings by their ids; every name printed goes through safetext.shown."""
+    name = "x\u202e\u2066_101_7_555_9002_tiny.ipynb"             # bidi controls in a lastfirst
+    subs = _folder(tmp_path, {name: _blank(), "smithdana_101_9001_tiny.ipynb": _work("d")})
+    refused = next(s for s in discover(subs, KNOWN, tmp_path / "st") if s.origin == name)
+    assert refused.problem.startswith("ambiguous name") and refused.renamed == ""
+    assert lms.SAFE_KEY.fullmatch(refused.student)
+    record = grade.grade_one(refused, TINY, grade.options_key(20, "auto"), None, "code")
+    text = grade.summary([record], [record])
+    assert "\u202e" not in text and "\u2066" not in text and r"x\u202e\u2066_101" in text
+    out = tmp_path / "grades.csv"
+    grade.write_csv([record], KNOWN, out)
+    assert "\u202e" not in out.read_text(encoding="utf-8")
+
+
 def test_very_long_names_are_read_quickly():
+    """Time and memory stay linear in the name (it had a copy of the name's front per place
+    that reads as an id: 1.2 GB for a 120,000-character name)."""
     names = ["a_" * 50_000 + "101_9001_tiny.ipynb", "x_1_2_" * 20_000 + "555_9002_tiny.ipynb",
              "Lab_" * 30_000 + f"dana_attempt_{STAMP1}_tiny.ipynb",
-             "M_5_assignsubmission_file_" * 10_000 + "tiny.ipynb"]
+             "M_5_assignsubmission_file_" * 10_000 + "tiny.ipynb",
+             "".join(f"x_{i}_{i}_" for i in range(1, 20_000)) + "555_9002_tiny.ipynb"]
     start = time.monotonic()
-    got = lms.owners(names)
-    assert time.monotonic() - start < 5
+    tracemalloc.start()
+    try:
+        got = lms.owners(names)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - start < 10 and peak < 50 * 1024**2, peak
+    assert "and 19995 more" in got[names[4]].problem      # ids 1..19999
     assert got[names[0]].key == "101"
     assert got[names[1]].problem.startswith("ambiguous name")
     assert got[names[2]].key == "dana"
