@@ -56,14 +56,13 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 ID = r"[1-9][0-9]*"                                          # an LMS's integer id, ASCII only
-STAMP = re.compile(r"[0-9]{4}(?:-[0-9]{2}){5}")              # Blackboard's attempt time
 CANVAS = re.compile(rf"(?=_(?:(LATE)_)?({ID})_({ID})_.)", re.S)    # every place, overlapping
 CANVAS_ANON = re.compile(rf"(?:LATE_)?anon_([A-Za-z0-9]+)_({ID})_.+", re.S)
 # What a Canvas lastfirst cannot hold: ASCII other than [a-z0-9_] (sanitize_file_name keeps
 # word characters only, after downcase). Non-ASCII characters count as possible.
 NOT_LASTFIRST = re.compile(r"[\x00-\x2f\x3a-\x5e\x60\x7b-\x7f]")
 MOODLE = re.compile(r"([^_]*)_([0-9]+)_assignsubmission_([a-z]+)(?:_.*)?", re.S)
-BLACKBOARD = re.compile(r"_attempt_([0-9]{4}(?:-[0-9]{2}){5})(?=[_.]|$)")
+BLACKBOARD = re.compile(r"_attempt_([0-9]{4}(?:-[0-9]{2}){5})(?=[_.]|$)")   # YYYY-MM-DD-HH-MM-SS
 NOT_USERNAME = re.compile(r"[\s\x00-\x1f\x7f&#+<>%=/\\]")   # help.blackboard.com, Create Users
 
 
@@ -117,11 +116,11 @@ def owners(files=(), folders=()) -> dict:
     kept = {n: {k: v for k, v in r.items() if k in alone} or r for n, r in found.items()}
     accounts = _blackboard_accounts([r["blackboard"][0] for r in kept.values()
                                      if "blackboard" in r])
-    out = {}
+    out, only_folders = {}, set(folders) - set(files)
     for n in [*files, *folders]:
         readings = [o for layout, rs in kept.get(n, {}).items()
                     for o in (rs if layout != "blackboard" else [accounts[rs[0]]])]
-        out[n] = _safe(_decide(n, readings, n in folders and n not in files))
+        out[n] = _safe(_decide(n, readings, n in only_folders))
     return out
 
 
