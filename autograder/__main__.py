@@ -24,15 +24,18 @@ accepted submission layouts (inside SUBMISSIONS):
   Moodle "Download all submissions":         <Full Name>_<id>_assignsubmission_file/<file>
                                              (or ..._file_<file>), the participant id
   Blackboard "Assignment File Download":     <assignment>_<username>_attempt_<time>_<file>,
-                                             the username
+                                             the username (names of one download are read
+                                             together: usernames may hold '_')
   Otherwise the student is the name before the first '_' (no id: two students with one first
-  name collide). A notebook's file name or path names the assignment id (with one assignment,
-  any notebook). A zip is extracted safely (no absolute paths, no '..', no links, size
-  limits) into the state folder. A broken upload (bad zip, a zip without the assignment's
-  notebook, a file that is not a notebook) is one row of zeros for that student, with its
-  reason. Two notebooks of one student and assignment are never picked silently: identical
-  copies are graded once, Blackboard attempts by the newest attempt time, otherwise neither
-  (zeros, reason "duplicate upload: none graded"); the summary lists each case."""
+  name collide). A name that reads as two students' (free text holding another id) is graded
+  for nobody (reason "ambiguous name"). A notebook's file name or path names the assignment id
+  (with one assignment, any notebook). A zip is extracted safely (no absolute paths, no '..',
+  no links, size limits) into the state folder. A broken upload (bad zip, a zip without the
+  assignment's notebook, a file that is not a notebook) is one row of that student, not
+  graded, with its reason. Two notebooks of one student and assignment are never picked
+  silently: identical copies are graded once, attempts of one Blackboard account by the newest
+  attempt time, otherwise neither (reason "duplicate upload: none graded"). A row not graded
+  has blank score cells, never 0; the summary lists each case."""
 
 CACHE = """\
 cache:
@@ -116,9 +119,10 @@ def parser() -> argparse.ArgumentParser:
             "run, in parallel), record it in nbgrader's gradebook and write the grade "
             "sheet: student, assignment, one column per graded cell (autograded and "
             "by hand), total and max out of all points, needs_manual_grade (cells "
-            "still to grade in formgrader) and reason (why a row is zeros: timeout, "
-            "kernel died, bad zip, not a notebook, no notebook, duplicate upload, grader "
-            "error (the grader's own fault only), other). Every CSV cell is written so that "
+            "still to grade in formgrader) and reason (why a row lost points: timeout, "
+            "kernel died, other; or why it was not graded, its score cells left blank, never "
+            "0: duplicate upload, ambiguous name, bad zip, not a notebook, no notebook, grader "
+            "error (the grader's own fault only)). Every CSV cell is written so that "
             "no spreadsheet evaluates it (OWASP's CSV injection rule) and every name in the "
             "summary has its control characters shown escaped."),
         epilog="\n\n".join([LAYOUTS, CACHE, HAND]))
@@ -189,7 +193,9 @@ def parser() -> argparse.ArgumentParser:
             "Write the scores of nbgrader's gradebook (as grade leaves it, hand grades "
             "included) as a CSV an LMS imports: one row per student, one column per "
             "assignment, in points; a score is the total of its row in grades.csv. A student "
-            "without a submission of an assignment gets an empty cell (no grade)."),
+            "without a submission of an assignment, or whose submission the last grade run "
+            "did not grade, gets an empty cell, never 0; a student with nothing graded gets "
+            "no row (the LMS keeps what it has)."),
         epilog=EXPORT)
     x.add_argument("--format", required=True, choices=("canvas", "moodle", "csv"),
                    help="canvas: Canvas's gradebook import (Student, ID, SIS User ID, SIS "

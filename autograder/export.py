@@ -3,9 +3,15 @@
 Scores are read as ``grade`` reads them for ``grades.csv``: ``CourseGradebook.read`` and
 ``grade.sheet`` (a manual score takes precedence, as in nbgrader), so a student's score for an
 assignment is the ``total`` of their row in ``grades.csv`` and the ``score`` of ``nbgrader
-export``. One row per student with a submission of an exported assignment, one column per
-assignment, in points. A student without a submission of an assignment gets an empty cell,
-which Canvas and Moodle read as "no grade" (``nbgrader export`` writes 0 there).
+export``. One row per student with a graded submission of an exported assignment, one column
+per assignment, in points. No score is ever written for work nobody graded: a student without
+a submission of an assignment, or whose submission was not graded by the last ``grade`` run (a
+duplicate upload, a bad zip, ...: its scores were withdrawn from the gradebook), gets an empty
+cell, never 0 (``nbgrader export`` writes 0 there), and a student with nothing graded at all
+gets no row, so the LMS keeps what it has. An empty cell is "no grade" to both LMSs: Canvas's
+import leaves it alone where the student has no grade and shows it as removing one they have
+(``ui/features/gradebook_uploads``), Moodle imports it as no grade (``load_data.php``); a
+warning names every submission whose scores were withdrawn.
 
 Formats, as each LMS's importer reads them (sources: autograder/README.md, "Grades into the
 LMS"):
@@ -61,10 +67,11 @@ class Sheet:
     """What the gradebook holds for the exported assignments."""
     assignments: list                              # gradebook ids, in column order
     maxima: dict                                   # {assignment: max points}
-    scores: dict = field(default_factory=dict)     # {student: {assignment: points}}
+    scores: dict = field(default_factory=dict)     # {student: {assignment: points or None}}
     people: dict = field(default_factory=dict)     # {student: what nbgrader knows of them}
     todo: list = field(default_factory=list)       # [(student, assignment, [cells])]
     late: list = field(default_factory=list)       # [(student, assignment)] with a penalty
+    ungraded: list = field(default_factory=list)   # [(student, assignment)] nobody graded
 
 
 def collect(root: Path = paths.ROOT, wanted=None) -> Sheet:
@@ -101,7 +108,9 @@ def collect(root: Path = paths.ROOT, wanted=None) -> Sheet:
         if not grades:
             continue
         _, total, _, pending = sheet({"grades": grades})
-        out.scores.setdefault(student, {})[aid] = total
+        out.scores.setdefault(student, {})[aid] = total      # None: not graded (withdrawn)
+        if total is None:
+            out.ungraded.append((student, aid))
         if pending:
             out.todo.append((student, aid, pending))
         if penalty:
@@ -175,11 +184,13 @@ def table(fmt: str, sheet: Sheet, ids=None, titles=None) -> tuple[list, list, li
     titles = [(titles or {}).get(a, a) for a in sheet.assignments]
     rows, left_out, warnings = [], [], []
     for student in sorted(sheet.scores):
+        got = {a: v for a, v in sheet.scores[student].items() if v is not None}
+        if not got:
+            continue         # nothing graded: no row, the LMS keeps what it has (warned)
         who = _identity(student, sheet, ids)
         if who is None:
             left_out.append(student)
             continue
-        got = sheet.scores[student]
         points = [_num(got[a]) if a in got else "" for a in sheet.assignments]
         if fmt == "canvas":
             rows.append([_name(who, student), who.get("id", ""), who.get("sis_user_id", ""),
@@ -215,6 +226,24 @@ def table(fmt: str, sheet: Sheet, ids=None, titles=None) -> tuple[list, list, li
     return header, rows, warnings
 
 
+def not_graded_warning(sheet: Sheet) -> str:
+    """What the sheet says of the submissions of the gradebook that the last grade run did
+    not grade (their scores were withdrawn: the LMS may still hold the old grade)."""
+    graded = {s for s, got in sheet.scores.items() if any(v is not None for v in got.values())}
+    nothing = sorted({s for s, _ in sheet.ungraded} - graded)
+    text = (f"{len(sheet.ungraded)} submission(s) graded before were not graded by the last "
+            "grade run (grades.csv's reason column says why) and have no score here, never 0: "
+            + _few(f"{s} / {a}" for s, a in sheet.ungraded))
+    if nothing:
+        text += (f"; {len(nothing)} student(s) with nothing graded have no row, so the LMS keeps "
+                 f"what it has: {_few(nothing)}")
+    if graded & {s for s, _ in sheet.ungraded}:
+        text += ("; the others' cells are empty, which Canvas's import shows as removing a grade "
+                 "the student has and Moodle's imports as no grade: fix the upload and run grade "
+                 "again, or export the other assignments only (--assignment)")
+    return text
+
+
 def _few(names, n: int = 10) -> str:
     names = [shown(x) for x in names]
     return ", ".join(names[:n]) + (f", and {len(names) - n} more" if len(names) > n else "")
@@ -245,6 +274,8 @@ def export(fmt: str, out: Path | None = None, *, root: Path = paths.ROOT,
         warnings.append(f"{len(sheet.todo)} submission(s) still have cells to grade by hand "
                         "in formgrader; their scores leave those cells out: " + _few(
                             f"{s} / {a}: {' '.join(c)}" for s, a, c in sheet.todo))
+    if sheet.ungraded:
+        warnings.append(not_graded_warning(sheet))
     if sheet.late:
         warnings.append("nbgrader recorded a late penalty for " + _few(
             f"{s} / {a}" for s, a in sheet.late) + "; the sheet has the scores before it, as "

@@ -74,13 +74,15 @@ def feedback_notebook(record: dict, student_version, shown: dict | None = None,
     outputs_by_id = _by_id((shown or {}).get("executed"))
     grades = record.get("grades") or {}
     cells_scored, total, top, _ = sheet(record)
+    ungraded = total is None                       # nobody graded it: no score anywhere
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3",
                                                            "display_name": "Python 3",
                                                            "language": "python"}})
+    score = (f"not graded ({inert(record.get('reason') or 'see below')})" if ungraded
+             else f"{fmt(total)} / {fmt(top)}")
     head = [f"<h1>Feedback: {inert(record['assignment'])}</h1>",
             f"<p>Student: <b>{inert(record['student'])}</b>. Score: "
-            f"<b>{fmt(total)} / {fmt(top)}</b> (autograded tests and answers graded by "
-            f"hand).</p>"]
+            f"<b>{score}</b> (autograded tests and answers graded by hand).</p>"]
     if record.get("failure"):
         # once answers ran, the failure's text may hold a hidden test's data: its kind only
         why = (record.get("reason") or "an error") if record.get("executed") \
@@ -100,7 +102,8 @@ def feedback_notebook(record: dict, student_version, shown: dict | None = None,
         g = grades.get(gid, {})
         possible = g.get("max", record["scores"].get(gid, (0, record.get("manual", {})
                                                              .get(gid, 0)))[1])
-        score = "not graded yet" if value is None else f"{fmt(value)} / {fmt(possible)}"
+        score = ("not graded" if ungraded else "not graded yet") if value is None \
+            else f"{fmt(value)} / {fmt(possible)}"
         detail = failed_note(gid, record, shown, hidden,
                              visible[gid].source if gid in visible else "")
         if g.get("manual") is not None and gid in record["scores"]:
@@ -138,6 +141,10 @@ def feedback_notebook(record: dict, student_version, shown: dict | None = None,
             g = grades.get(gid, {})
             if g.get("manual") is not None:
                 got = g["score"]
+            if ungraded:
+                nb.cells.append(_note(f"<p><b>{inert(gid)}: not graded</b></p>",
+                                      f"score-{gid}"))
+                continue
             text = f"<p><b>{inert(gid)}: {fmt(got)} / {fmt(pts)}</b>, "
             text += failed_note(gid, record, shown, hidden, cell.source) or "passed"
             if g.get("manual") is not None:
@@ -199,8 +206,8 @@ def feedback_all(submissions: Path, out: Path, *, root: Path = paths.ROOT, jobs=
     written = []
     for r, shown in zip(records, runs):
         aid = r["assignment"]
-        if aid not in known:
-            continue
+        if aid not in known or r.get("reason") == "ambiguous name":
+            continue             # no assignment, or whose upload it is cannot be told
         if aid not in released:
             released[aid] = nbformat.reads(generate(known[aid]), as_version=4)
             hidden[aid] = hidden_test_ids(known[aid])

@@ -11,11 +11,14 @@
 4. Write the CSV: ``student, assignment, <one column per graded cell>, total, max,
    needs_manual_grade, reason``; ``total`` and ``max`` count every point (autograded and by
    hand), ``needs_manual_grade`` lists the cells still to be graded (or checked again) in
-   formgrader, ``reason`` says why a row is zeros (timeout, kernel died, bad zip, not a
-   notebook, no notebook, duplicate upload: none graded, grader error (the grader's own
-   fault only), other) or that it was chosen among several uploads ("duplicate upload:
-   graded the newest attempt" / "identical copies"). Every cell goes through ``safecsv``
-   (OWASP's CSV injection rule); the summary prints every name through ``safetext.shown``.
+   formgrader, ``reason`` says why a row lost points (timeout, kernel died, other) or was not
+   graded at all (duplicate upload: none graded, ambiguous name, bad zip, not a notebook, no
+   notebook, grader error (the grader's own fault only)), or that it was chosen among several
+   uploads ("duplicate upload: graded the newest attempt" / "identical copies"). A row nobody
+   graded (``reasons.graded``) has empty score cells and total, never 0, and nothing of it
+   enters the gradebook (an earlier run's autograded scores of it are withdrawn); the summary
+   lists it as not graded. Every cell goes through ``safecsv`` (OWASP's CSV injection rule);
+   the summary prints every name through ``safetext.shown``.
 
 The cache (``<state>/cache/``) is keyed by everything that can change a score: the
 submission's bytes, the source notebook's bytes, every file of ``lreact/`` and
@@ -35,7 +38,7 @@ from pathlib import Path
 from . import engine, paths
 from .pool import in_pool
 from .safecsv import write as write_safe_csv
-from .reasons import duplicate_reason, reason_of
+from .reasons import duplicate_reason, graded as was_graded, reason_of
 from .safetext import shown
 from .sandbox import describe
 from .gradebook import grade_id, is_manual, is_test, load, points
@@ -115,7 +118,9 @@ def annotate(record: dict, sub: Submission) -> dict:
 
 
 def zero_record(sub: Submission, source: Path | None, reason: str) -> dict:
-    """A submission that could not be graded: zero on every cell, and why."""
+    """A submission that could not be graded, and why. Its numbers (0 on every cell) are the
+    record's shape only: ``reason`` puts it among the rows nobody graded (``reasons.graded``),
+    whose scores are never written (``sheet`` gives None)."""
     scores, manual = {}, {}
     if source is not None:
         for cell in load(source).cells:
@@ -252,6 +257,9 @@ def record_in_gradebook(records, known: dict, root: Path) -> None:
         source = known.get(r["assignment"])
         if source is None:
             continue
+        if not was_graded(r):         # nothing recorded; an earlier run's scores withdrawn
+            r["withdrawn"] = book.withdraw(r["assignment"], r["student"], source)
+            continue
         executed = load(r["executed"]) if r.get("executed") else None
         r["flagged"] = book.record(r, source, executed)
         r["grades"] = book.read(r["assignment"], r["student"])
@@ -264,10 +272,19 @@ def graded_columns(source: Path) -> list[str]:
     return [grade_id(c) for c in load(source).cells if is_test(c) or is_manual(c)]
 
 
-def sheet(record) -> tuple[dict, float, float, list]:
-    """({cell: score or None}, total, max, cells still to grade by hand) of one record."""
+def sheet(record) -> tuple[dict, float | None, float, list]:
+    """({cell: score or None}, total, max, cells still to grade by hand) of one record: a
+    record, or ``{"grades": CourseGradebook.read(...)}``. Nobody graded it (``reasons.graded``;
+    in the gradebook: no autograded cell has a score): every cell and the total are None."""
     grades = record.get("grades")
     cells, todo = {}, []
+    if not was_graded(record) or (grades and _withdrawn(grades)):
+        if grades:
+            top = sum(g["max"] for g in grades.values() if "max" in g)
+            return {g: None for g, v in grades.items() if "max" in v}, None, float(top), []
+        cells = {gid: None for gid in [*record["scores"], *record.get("manual", {})]}
+        top = float(record["possible"]) + float(sum(record.get("manual", {}).values()))
+        return cells, None, top, []
     if grades:
         for gid, g in grades.items():
             if "max" not in g:
@@ -287,6 +304,14 @@ def sheet(record) -> tuple[dict, float, float, list]:
     return cells, float(total), float(top), todo
 
 
+def _withdrawn(grades: dict) -> bool:
+    """A submission of the gradebook whose autograded cells all lack an automatic score (every
+    run that grades one sets them all): its scores were withdrawn
+    (``CourseGradebook.withdraw``), nobody graded it in the last run."""
+    auto = [g for g in grades.values() if "max" in g and not g.get("by_hand")]
+    return bool(auto) and all(g["auto"] is None for g in auto)
+
+
 def write_csv(records, known: dict, out: Path) -> None:
     columns = []
     for aid in sorted({r["assignment"] for r in records if r["assignment"] in known}
@@ -298,9 +323,13 @@ def write_csv(records, known: dict, out: Path) -> None:
     rows = []
     for r in records:
         cells, total, top, todo = sheet(r)
+        if total is None and r["assignment"] in known:      # not graded: the assignment's max
+            top = sum(points(c) for c in load(known[r["assignment"]]).cells
+                      if is_test(c) or is_manual(c))
         rows.append([r["student"], r["assignment"],
                      *["" if cells.get(c) is None else _num(cells[c]) for c in columns],
-                     _num(total), _num(top) if r["assignment"] in known else "",
+                     "" if total is None else _num(total),
+                     _num(top) if r["assignment"] in known else "",
                      " ".join(sorted(todo, key=lambda g: order.get(g, 0))),
                      r.get("reason") or reason_of(r.get("failure"))])
     # text neutralised, numbers written as numbers: safecsv (OWASP's CSV injection rule)
@@ -322,8 +351,20 @@ def _who(r) -> str:
 def summary(records, failures) -> str:
     """What grade prints at the end. Every name and message from a submission goes through
     ``safetext.shown``: its escape sequences are shown, never obeyed by the terminal."""
-    lines = [f"graded {len(records)} submission(s) "
-             f"({sum(1 for r in records if r.get('cached'))} from the cache)"]
+    ungraded = [r for r in records if not was_graded(r)]
+    lines = [f"graded {len(records) - len(ungraded)} submission(s) "
+             f"({sum(1 for r in records if r.get('cached'))} from the cache)"
+             + (f", {len(ungraded)} not graded" if ungraded else "")]
+    if ungraded:
+        lines.append(f"{len(ungraded)} submission(s) not graded: their score cells are blank in "
+                     "grades.csv, nothing is recorded in the gradebook and no export gives "
+                     "them a score (never 0); the reason column says why:")
+        for r in ungraded:
+            lines.append(f"  {_who(r)} ({shown(r.get('reason') or reason_of(r['failure']))})")
+            if r.get("withdrawn"):
+                lines.append(f"  {_who(r)}: its grade from an earlier run was withdrawn "
+                             "(its autograded scores; hand grades are kept for when it is "
+                             "graded again)")
     several = [r for r in records if r.get("duplicates")]
     if several:
         lines.append(f"{len(several)} student(s) with more than one upload of one assignment "
@@ -331,7 +372,7 @@ def summary(records, failures) -> str:
         for r in several:
             how = {"newest": f"graded the newest attempt, {shown(r['origin'])}",
                    "identical": f"identical copies, graded once ({shown(r['origin'])})"
-                   }.get(r.get("rule"), "none graded (zeros): keep one and run grade again")
+                   }.get(r.get("rule"), "none graded (blank): keep one and run grade again")
             lines.append(f"  {_who(r)}: {how}")
             lines.extend(f"      {shown(o)}" for o in r["duplicates"])
     renamed = [r for r in records if r.get("renamed")]

@@ -18,6 +18,10 @@ Re-grading a changed submission keeps every manual score; where the answer it wa
 changed (compared with the previous autograded copy), the cell is flagged again as needing a
 manual grade (``needs_manual_grade``), so formgrader and the CSV list it until it is checked.
 An answer cell left exactly as released counts 0 without hand grading, as nbgrader does.
+
+A submission nobody graded (a duplicate upload, a bad zip, ...: ``reasons.graded``) is not
+recorded: no student, submission or score is added for it. If an earlier run graded it, its
+autograded scores are withdrawn (``withdraw``), so that nothing stands as its grade now.
 """
 from __future__ import annotations
 
@@ -184,6 +188,7 @@ class CourseGradebook:
             "released": released,
             "schemes": {grade_id(c): c.source for c in nb.cells if is_manual(c)
                         and is_answer(c)},
+            "by_hand": frozenset(grade_id(c) for c in nb.cells if is_manual(c)),
             "trusted": frozenset(c.source for c in nb.cells if c.cell_type == "markdown"),
         }
 
@@ -255,6 +260,28 @@ class CourseGradebook:
         self._write_submitted(record, nbname, now if changed or previous is None else None)
         return flagged
 
+    def withdraw(self, assignment: str, student: str, source: Path) -> bool:
+        """What an earlier run recorded for a submission that nobody graded now (a second
+        upload appeared, its zip broke, ...): every autograded score is removed (None, not 0),
+        so that neither grades.csv nor an export shows a grade for it. Hand grades stay, for
+        when it is graded again; the autograded/ copy stays, so a changed answer is flagged
+        then. Nothing is added for a submission the gradebook does not hold. True when
+        something was withdrawn."""
+        from nbgrader.api import MissingEntry
+        self.sync_assignment(assignment, source)
+        info = self._synced[assignment]
+        withdrawn = False
+        with self.open() as gb:
+            try:
+                snb = gb.find_submission_notebook(info["notebook"], assignment, student)
+            except MissingEntry:
+                return False
+            for grade in snb.grades:
+                if grade.name not in info["by_hand"] and grade.auto_score is not None:
+                    grade.auto_score, withdrawn = None, True
+            gb.db.commit()
+        return withdrawn
+
     def _write_submitted(self, record: dict, nbname: str, when) -> None:
         """nbgrader's ``submitted/<student>/<assignment>/``: the notebook as handed in and its
         ``timestamp.txt`` (formgrader counts submissions there; ``nbgrader autograde`` reads
@@ -294,8 +321,9 @@ class CourseGradebook:
         tmp.replace(dest)
 
     def read(self, assignment: str, student: str) -> dict:
-        """{grade_id: {score, max, auto, manual, needs_manual_grade, comment}} of one
-        submission; {} when the gradebook has none."""
+        """{grade_id: {score, max, auto, manual, needs_manual_grade, comment, by_hand}} of one
+        submission (``by_hand``: a cell graded by hand, not by a test); {} when the gradebook
+        has none."""
         from nbgrader.api import MissingEntry
         info = self._synced.get(assignment)
         if info is None:
@@ -311,7 +339,8 @@ class CourseGradebook:
                 out[g.name] = {"score": float(g.score or 0.0), "max": float(g.max_score),
                                "auto": g.auto_score, "manual": g.manual_score,
                                "needs_manual_grade": bool(g.needs_manual_grade),
-                               "comment": comments.get(g.name, "")}
+                               "comment": comments.get(g.name, ""),
+                               "by_hand": g.name in info["by_hand"]}
             for name, text in comments.items():
                 out.setdefault(name, {"comment": text})
             return out

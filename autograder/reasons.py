@@ -1,10 +1,16 @@
-"""The CSV's ``reason`` column: why a row is zeros, in a few words (autograder/README.md,
-"From a folder of zips to grades and feedback").
+"""The CSV's ``reason`` column: why a row is not graded or lost points, in a few words
+(autograder/README.md, "From a folder of zips to grades and feedback").
 
-``reason_of`` reads the failure texts the grader itself writes (submissions.py, engine.py,
-tester.py). "grader error" means the grader's own fault and nothing else: a student's answer
-that ran out of time is "timeout", one whose process ended "kernel died"; a text none of the
-rules describe is "other", never blamed on the grader.
+``reason_of`` reads the failure texts the grader itself writes (submissions.py, lms.py,
+engine.py, tester.py). "grader error" means the grader's own fault and nothing else: a student's
+answer that ran out of time is "timeout", one whose process ended "kernel died"; a text none of
+the rules describe is "other", never blamed on the grader.
+
+``graded`` tells the two kinds of rows apart. A row whose answers were run and scored keeps its
+scores, zeros included (the released notebook, a timeout, a kernel that died: the work scored
+0). A row nobody graded (``NOT_GRADED``: the upload could not be read, could not be told whose
+it is, or the grader failed) has no score at all: grades.csv and every export leave its score
+cells blank, and the gradebook records nothing for it, so no LMS import turns it into a 0.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import re
 REASONS = (  # (how a failure the grader writes starts, reason); first match wins
     ("grader error", "grader error"),          # grade_one, tester.run_job: the grader's fault
     ("duplicate upload", "duplicate upload: none graded"),      # submissions.resolve
+    ("ambiguous name", "ambiguous name"),                       # lms.owners: whose, unknown
     ("bad zip", "bad zip"),
     ("invalid notebook", "not a notebook"),
     ("not a notebook", "not a notebook"),
@@ -26,6 +33,9 @@ PHRASES = (  # (words of tester.py's and engine.py's ``stopped``/failure texts, 
     (("the process running the answers ended", "the answers cannot be reached",
       "ended without a result", "died"), "kernel died"),
 )
+NOT_GRADED = frozenset({  # reasons of rows that were never graded: blank, never 0
+    "duplicate upload: none graded", "ambiguous name", "bad zip", "not a notebook",
+    "no notebook", "grader error"})
 SETUP = re.compile(r"the setup cell \d+ failed: (?P<error>.*)", re.S)
 
 
@@ -58,3 +68,9 @@ def duplicate_reason(record: dict) -> str:
         return ""
     return ("duplicate upload: graded the newest attempt" if record["rule"] == "newest"
             else "duplicate upload: identical copies, graded once")
+
+
+def graded(record: dict) -> bool:
+    """False for a record nobody graded (its reason is in ``NOT_GRADED``): its scores are not
+    the work's and are never written, only its reason."""
+    return reason_of(record.get("failure")) not in NOT_GRADED

@@ -16,7 +16,10 @@ writes goes through ``Writer``:
   computes, never student text, so a score of -1 stays the number -1.
 
 ``SafeCsvExportPlugin`` is nbgrader's ``CsvExportPlugin`` (``nbgrader export``) through the
-same writer (set ``c.ExportApp.plugin_class`` to it in nbgrader_config.py).
+same writer (set ``c.ExportApp.plugin_class`` to it in nbgrader_config.py). A submission whose
+autograded scores were withdrawn (not graded by the last ``grade`` run:
+``gradebook.CourseGradebook.withdraw``) gets empty score cells there, as in ``export``, not
+nbgrader's total of what is left.
 """
 from __future__ import annotations
 
@@ -87,7 +90,19 @@ class SafeCsvExportPlugin(CsvExportPlugin):
                 else:
                     stamp, raw, penalty = (sub.timestamp, sub.score,
                                            sub.late_submission_penalty)
+                score = max(0.0, raw - penalty)
+                if stamp is not None and withdrawn(sub):      # nobody graded it now
+                    raw = penalty = score = ""
                 rows.append([assignment.name, assignment.duedate, stamp, student.id,
                              student.last_name, student.first_name, student.email, raw,
-                             penalty, max(0.0, raw - penalty), assignment.max_score])
+                             penalty, score, assignment.max_score])
         write(Path(dest), self.KEYS, rows)
+
+
+def withdrawn(submission) -> bool:
+    """No autograded test cell of an nbgrader submission has an automatic score: every run
+    that grades it sets them all, so its scores were withdrawn (``grade`` did not grade it)."""
+    tests = [g for nb in submission.notebooks for g in nb.grades
+             if g.cell_type == "code"
+             and g.name not in {c.name for c in nb.notebook.solution_cells}]
+    return bool(tests) and all(g.auto_score is None for g in tests)

@@ -11,13 +11,16 @@ A notebook belongs to the assignment whose id is in its path (with a single assi
 notebook does). Nothing is dropped silently: an upload that cannot be graded (a bad zip, a zip
 without a notebook of the assignment, a file that is neither a notebook nor a zip) is a
 submission of its student with ``notebook=None`` and the ``problem``; its assignment is the one
-named in the file name, the only one there is, or '' when that cannot be told.
+named in the file name, the only one there is, or '' when that cannot be told. An upload whose
+name reads as two students' (``lms.owners``) is a submission of nobody: its key is its own file
+name, ``problem`` says "ambiguous name" and what to do.
 
 Two uploads of one student and assignment are never resolved silently (``resolve``): an
 upload holding no notebook at all (a PDF, a Blackboard receipt) is set aside next to one that
-does; of several notebooks, identical copies are graded once, Blackboard attempts by the newest
-attempt time; otherwise none is graded and the submission says why. Every such case is listed
-(``duplicates``, ``set_aside``) for grade's summary and its CSV.
+does; of several notebooks, identical copies are graded once, attempts of one Blackboard account
+(the same title and username) by the newest attempt time; otherwise none is graded and the
+submission says why. Every such case is listed (``duplicates``, ``set_aside``) for grade's
+summary and its CSV.
 Zip files are extracted safely: no absolute paths, no ``..``, no links, size caps.
 """
 from __future__ import annotations
@@ -50,6 +53,7 @@ class Submission:
     rule: str = ""             # how one of several was chosen: "identical", "newest", ""
     set_aside: list = field(default_factory=list)    # uploads not graded, holding no notebook
     renamed: str = ""          # the student name the upload gave, when unsafe as a key
+    account: str = ""          # Blackboard's <assignment>_<username> (lms.Owner.account)
 
 
 def assignments(root: Path) -> dict:
@@ -134,20 +138,25 @@ class _Finder:
 
     def add(self, who: lms.Owner, aid: str, nb, origin: str, problem=None, stray=False):
         self.found.append(Submission(who.key, aid, nb, origin, problem, who.name, who.stamp,
-                                     stray, renamed=who.renamed))
+                                     stray, renamed=who.renamed, account=who.account))
 
     def run(self) -> list[Submission]:
-        for entry in sorted(self.folder.iterdir()):
-            if _ignored([entry.name]):
-                continue
-            if entry.is_dir():
-                self.directory(entry)
+        entries = [e for e in sorted(self.folder.iterdir()) if not _ignored([e.name])]
+        # one folder is one LMS export: its names are read together (lms.owners)
+        whose = lms.owners([e.name for e in entries if not e.is_dir()],
+                           [e.name for e in entries if e.is_dir()])
+        for entry in entries:
+            who = whose[entry.name]
+            if who.problem:          # whose it is cannot be told: graded for nobody
+                self.add(who, _guess(entry.name, self.known), None, entry.name, who.problem)
+            elif entry.is_dir():
+                self.directory(entry, who)
             else:
-                self.file(entry, lms.owner(entry.name), entry.name)
+                self.file(entry, who, entry.name)
         return self.found
 
-    def directory(self, entry: Path):
-        who = lms.owner(entry.name, folder=True)      # Moodle's id, else the whole name
+    def directory(self, entry: Path, who: lms.Owner):
+        """A folder: Moodle's per student (``who`` has its id), or nbgrader's ``<student>/``."""
         adirs = [] if who.lms else sorted(p for p in entry.iterdir()
                                           if p.is_dir() and p.name in self.known)
         if not adirs:           # Moodle's folder per student, or a folder of one student
@@ -249,9 +258,10 @@ def resolve(uploads: list[Submission]) -> list[Submission]:
             continue
         origins = [u.origin for u in real]
         stamps = [u.stamp for u in real]
+        one_account = len({u.account for u in real}) == 1    # attempts of one Blackboard user
         if all(u.notebook for u in real) and len({_digest(u.notebook) for u in real}) == 1:
             chosen, rule = real[0], "identical"
-        elif all(stamps) and stamps.count(max(stamps)) == 1:
+        elif one_account and all(stamps) and stamps.count(max(stamps)) == 1:
             chosen, rule = real[stamps.index(max(stamps))], "newest"
         else:
             chosen = Submission(student, aid, None, ", ".join(origins),

@@ -10,7 +10,7 @@ import pytest
 
 from autograder import grade
 from autograder.engine import load, replace_cell
-from autograder.lms import owner
+from autograder.lms import owner, owners
 from autograder.release import generate
 from autograder.submissions import assignments, discover
 
@@ -49,10 +49,11 @@ def test_the_issues_name_collision_no_longer_replaces_danas_grade(tmp_path):
     assert dana.problem.startswith("duplicate upload")
     assert dana.duplicates == ["dana_1_tiny.ipynb", "dana_2_tiny.ipynb"]
     record = grade.grade_one(dana, TINY, grade.options_key(20, "auto"), None, "code")
-    assert record["reason"] == "duplicate upload: none graded" and record["total"] == 0
+    assert record["reason"] == "duplicate upload: none graded"
     out = tmp_path / "grades.csv"
     grade.write_csv([record], KNOWN, out)
-    assert "duplicate upload: none graded" in out.read_text()
+    row = out.read_text().splitlines()[1]     # not graded: blank score cells, never 0
+    assert row == '"dana","tiny","","","","","",5,"","duplicate upload: none graded"', row
     text = grade.summary([record], [record])
     assert "dana_1_tiny.ipynb" in text and "dana_2_tiny.ipynb" in text
     assert "none graded" in text
@@ -171,20 +172,28 @@ def test_a_folder_without_assignment_folders_is_not_dropped_silently(tmp_path):
     assert gina.notebook is None and "no notebook" in gina.problem
 
 
-@pytest.mark.parametrize("name, key", [
-    # the LMS writes the owner part; what follows is the student's own file name and can
-    # never move the upload to another student (the owner part that ends first wins)
-    ("smithmallory_102_9003_x_101_attempt_2099-01-01-00-00-00_tiny.ipynb", "102"),
-    ("smithmallory_102_9003_Dana Smith_5001_assignsubmission_file_tiny.ipynb", "102"),
-    ("Mal Lory_5009_assignsubmission_file_smithdana_101_9001_tiny.ipynb", "5009"),
-    ("Lab 1_mallory_attempt_2024-03-01-10-00-00_smithdana_101_9001_tiny.ipynb", "mallory"),
-    ("Lab_1_dana_attempt_2024-03-01-10-00-00_tiny.ipynb", "dana"),
-    ("o_neilpat_104_9006_tiny.ipynb", "104"),
-    ("dana_1_tiny.ipynb", "dana"),
-    ("carol_1234_attempt.zip", "carol"),
+CLASS = {"canvas": ["smithdana_101_9001_tiny.ipynb"], "": [],
+         "blackboard": ["Lab 1_eve_attempt_2024-03-01-11-00-00_tiny.ipynb"]}
+
+
+@pytest.mark.parametrize("name, key, lms", [
+    # the LMS writes the owner part; the student's own file name (after it) can never move the
+    # upload to another student. Read with the other names of its download (lms.owners): alone,
+    # the first name also reads as Blackboard's and is refused (tests/test_autograder_lms_ids.py)
+    ("smithmallory_102_9003_x_101_attempt_2099-01-01-00-00-00_tiny.ipynb", "102", "canvas"),
+    ("smithmallory_102_9003_Dana Smith_5001_assignsubmission_file_tiny.ipynb", "102", ""),
+    ("Mal Lory_5009_assignsubmission_file_smithdana_101_9001_tiny.ipynb", "5009", ""),
+    ("Lab 1_mallory_attempt_2024-03-01-10-00-00_smithdana_101_9001_tiny.ipynb", "mallory",
+     "blackboard"),
+    ("Lab_1_dana_attempt_2024-03-01-10-00-00_tiny.ipynb", "dana", ""),
+    ("o_neilpat_104_9006_tiny.ipynb", "104", ""),
+    ("dana_1_tiny.ipynb", "dana", ""),
+    ("carol_1234_attempt.zip", "carol", ""),
 ])
-def test_the_owner_is_read_from_the_lms_part_of_the_name(name, key):
-    assert owner(name).key == key
+def test_the_owner_is_read_from_the_lms_part_of_the_name(name, key, lms):
+    assert owners([name, *CLASS[lms]])[name].key == key
+    if not lms:
+        assert owner(name).key == key
 
 
 def test_zip_staging_is_named_by_content_not_by_the_students_name(tmp_path):
