@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.lreact-installed
 
 .PHONY: setup lab model formgrader test unit selfcheck release system-deps benchmark benchmark-model clean
 
-# llama-cpp-python (the embedded backend, lreact/embedded.py) is compiled from source on PyPI.
+# llama-cpp-python (the embedded backend, lreact/engines/embedded.py) is compiled from source on PyPI.
 # Portable CPU flags: x86-64 with AVX2, no AVX-512/AMX (built for the machine's own CPU it crashed
 # in decode on some CPUs; ARM builds ignore these flags). pip keeps the built wheel in its cache,
 # so only the first set-up pays for the build (README, "The model").
@@ -39,11 +39,11 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 STUDENT_CONFIG    := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}"
 INSTRUCTOR_CONFIG := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/instructor$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}"
 
-# The embedded backend's default model (lreact/gguf.py), fetched once into the Hugging Face cache
+# The embedded backend's default model (lreact/engines/gguf.py), fetched once into the Hugging Face cache
 # with a progress bar. Offline it says what to download and where to put it, and the set-up goes
 # on (the notebooks then use Ollama or scripted models). `make lab LREACT_FETCH_MODEL=0` skips it.
 model: setup
-	@$(PY) -m lreact.gguf || echo "lreact: going on without the embedded model (see above)."
+	@$(PY) -m lreact.engines.gguf || echo "lreact: going on without the embedded model (see above)."
 
 lab: setup model
 	$(STUDENT_CONFIG) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT)

@@ -52,23 +52,23 @@ c.ClearMarkScheme.enforce_metadata = False
 # formgrader renders autograded/ notebooks with an HTMLExporter built from this config
 # (nbgrader/server_extensions/formgrader/formgrader.py:86) and a template that never sanitises
 # markdown: student text is made inert there again as each page is rendered, as `grade` makes
-# it inert in the copy it writes (autograder/formgrade_inert.py; autograder/README.md, "Hand
+# it inert in the copy it writes (autograder/instructor/formgrade_inert.py; autograder/README.md, "Hand
 # grading"). Without this unit's autograder package (a bare copy of this file) only the copy is.
 if HERE not in sys.path:
     sys.path.append(HERE)
 try:
-    from autograder.formgrade_inert import InertStudentWork
+    from autograder.instructor.formgrade_inert import InertStudentWork
 except ImportError:
     pass
 else:
     c.HTMLExporter.preprocessors = [InertStudentWork]
 
 # `nbgrader export` writes the grade sheet through the unit's CSV writer, so that no student id
-# or name becomes a spreadsheet formula (OWASP's CSV injection rule; autograder/safecsv.py).
+# or name becomes a spreadsheet formula (OWASP's CSV injection rule; autograder/instructor/safecsv.py).
 try:
-    from autograder.safecsv import SafeCsvExportPlugin  # noqa: F401
+    from autograder.instructor.safecsv import SafeCsvExportPlugin  # noqa: F401
 except ImportError:
     pass
 else:
-    c.ExportApp.plugin_class = "autograder.safecsv.SafeCsvExportPlugin"
+    c.ExportApp.plugin_class = "autograder.instructor.safecsv.SafeCsvExportPlugin"
 

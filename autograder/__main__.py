@@ -173,10 +173,10 @@ def parser() -> argparse.ArgumentParser:
         "catalogue", formatter_class=_formatter,
         help="list and check the wrong-answer catalogue",
         description=_d(
-            "List every wrong answer of autograder/wrong_answers/<assignment>/ with "
+            "List every wrong answer of autograder/proofs/wrong_answers/<assignment>/ with "
             "the mistake it models, and check that each edit applies to its solution "
             "cell (exit 1 naming the first that does not). File formats: "
-            "autograder/catalogue.py."))
+            "autograder/proofs/catalogue.py."))
     c.add_argument("assignment", nargs="*", metavar="ASSIGNMENT",
                    help="assignment ids (default: every assignment in solutions/)")
     c.add_argument("--show", metavar="FILE",
@@ -237,14 +237,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.command == "release":
-        from .release import release
+        from .instructor.release import release
         return release(check=args.check)
     if args.command == "grade":
-        from .cluster import address
-        from .grade import grade_all, summary
+        from .instructor.grade import grade_all, summary
+        from .scale.cluster import address
         runner = None
         if address(args.cluster):
-            from .cluster import Cluster
+            from .scale.cluster import Cluster
             runner = Cluster(address(args.cluster), certs=args.cluster_certs)
         try:
             records, failures = grade_all(args.submissions, root=args.root, out=args.out,
@@ -258,26 +258,26 @@ def main(argv=None) -> int:
         print(f"wrote {args.out}")
         return 0
     if args.command == "cluster-certs":
-        from .cluster_certs import command
+        from .scale.certs import command
         return command(args.folder)
     if args.command == "feedback":
-        from .feedback import feedback_all
+        from .feedback.pages import feedback_all
         written = feedback_all(args.submissions, args.out, root=args.root, jobs=args.jobs,
                                timeout=args.timeout, state=args.state,
                                gradebook=not args.no_gradebook)
         print(f"wrote {len(written)} feedback file(s) to {args.out}")
         return 0
     if args.command == "export":
-        from .export import command
+        from .instructor.export import command
         return command(args.format, args.out, root=args.root, ids=args.ids,
                        assignments=args.assignment)
     if args.command == "catalogue":
-        from .catalogue import command
+        from .proofs.catalogue import command
         return command(args.assignment, show=args.show, convert=args.convert)
     if args.command == "selfcheck":
         import inspect
 
-        from .selfcheck import selfcheck
+        from .proofs.selfcheck import selfcheck
         params = inspect.signature(selfcheck).parameters
         more = {k: v for k, v in (("state", args.state), ("extra", tuple(args.pytest_args)))
                 if k in params}

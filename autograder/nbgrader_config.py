@@ -11,5 +11,5 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 60
 # Every HTML page nbgrader renders (formgrader, generate_feedback) puts outputs through
 # nbconvert's sanitiser (bleach; HTML and markdown outputs cleaned, scripts and widgets dropped).
-# formgrader's template ignores it for markdown cells: see autograder/formgrade_inert.py.
+# formgrader's template ignores it for markdown cells: see autograder/instructor/formgrade_inert.py.
 c.HTMLExporter.sanitize_html = True

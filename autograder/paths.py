@@ -11,9 +11,7 @@ LAB2 = "lecture-ReAct-lab2"
 ASSIGNMENTS = (EXERCISES, LAB, LAB2)
 SHORT = {EXERCISES: "exercises", LAB: "lab", LAB2: "lab"}
 
-SOURCE_DIR = ROOT / "solutions"
-WRONG_ANSWERS_DIR = ROOT / "autograder" / "wrong_answers"
-HOSTILE_DIR = ROOT / "autograder" / "hostile"
+HOSTILE_DIR = ROOT / "autograder" / "proofs" / "hostile"
 # Grader state (cache, scratch): outside everything a sandboxed submission can see.
 STATE_DIR = Path(os.environ.get("LREACT_GRADING_STATE")
                  or os.environ.get("LREACT_GRADING_DIR") or ROOT / ".grading")

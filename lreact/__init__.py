@@ -1,54 +1,52 @@
 """lreact: the helper package of the L-ReAct course unit (the ReAct loop and tool use).
 
-One module per idea of the lecture:
+The folders, and what each may import:
 
-- ``messages``  Part IV, message types and their Ollama wire format
-- ``models``    the ``llm(messages, tools) -> AssistantMessage`` protocol: ScriptedLLM, OllamaLLM
-- ``openai_compat``  OpenAICompatLLM: the same protocol on llama-server, vLLM, LM Studio
-- ``engine_errors``  what an OpenAI-compatible engine's failure means (refused feature, crash, stop)
-- ``embedded``  EmbeddedLLM: the same protocol on llama.cpp inside this process (no server);
-                ``embedded_models`` (one loaded model per file), ``engine_text`` (chat template,
-                ``<tool_call>`` parsing), ``gguf`` (the model file, fetched once)
-- ``backends``  ``configured_llm()``: the backend chosen by LREACT_BACKEND / LREACT_BASE_URL
-                (``auto``: Ollama when it answers, else the embedded engine)
-- ``setup``     ``check_setup()``: is the server running, is the model there, does it call tools
-                (``setup_openai``: the checks of an OpenAI-compatible engine; ``setup_embedded``:
-                of the embedded one)
-- ``harness``   second lab, Part C: format errors, repetition, RunResult, compaction (reference)
-- ``mistral``   Part IV, the Mistral tool template ([AVAILABLE_TOOLS], [TOOL_CALLS]) as text
-- ``tools``     Part III, example tools (offline weather table, safe arithmetic) and their schemas
-- ``sampling``  Part I, reference softmax / temperature / top-k / top-p / sampling
-- ``chatml``    Part IV, the Qwen2.5 chat template as text (Ollama's qwen2.5 template)
-- ``ollama_text``  Part IV, what Ollama's server changes before that template (tools through its
-                Go structs, the model's default system prompt)
-- ``workload``  the overview's time estimate per notebook, from its words and cells
-- ``grammar``   Part I, a toy vocabulary and grammar for constrained decoding, and
-                ``constrained_step``: the lecture's masked distribution P' on it
-- ``checks``    comparison helpers the graded tests use (plain numbers, never ``__eq__``)
-- ``labchecks`` the lab's test helpers (messages as plain tuples, what the model received,
-                a chi-square test, ``reference()``: private copies of the reference code)
-- ``traces``    the Berlin trace and a longer multi-tool run, with token counts (Part IV)
-- ``examples``  the lecture's example next-token distributions (named tokens, logits)
-- ``figures``   the lecture's pictures (the panels the widgets redraw, the static figures)
-- ``canvas``    matplotlib's Agg canvas into PNG bytes, and a blitter for fast redraws
-- ``widgets``   the lecture's interactive widgets (ipywidgets), one call each
-- ``next_token``  Part I, a real next-token distribution for the widgets (any backend)
-- ``lens``      Part I, the probability lens: a reply coloured token by token (embedded model);
-                ``lens_engines`` the same from an Ollama or OpenAI-compatible server's top-k
-- ``student_decode``  first lab, A.8: your sampler and constrained decoder on a real model
-- ``tool_call_rates``  second lab, C.3: does sampling break tool calls? (``call_grammar``: the
-                engine-side grammar for "grammar on")
-- ``recordings``  recorded real-model runs (model, engine and template digests); ``drift``
-                replays them on the configured model and says what changed
-- ``mcp_server``  Part III, the lab's MCP server (official SDK, stdio): tools, a resource, a prompt
-- ``mcp_client``  MCPConnection: a blocking MCP client with timeouts that records the JSON-RPC
-- ``textreact``  Part II, ReAct in plain text: the exemplar, the stop sequence, text completion
-- ``methods``   Part II, ReAct against Act and CoT on the lab's tools (second lab, D.2)
-- ``context_budget``  Part IV, the engine's own token counts and its prompt (KV) cache measured
-- ``codeact``   Part III, run_python: one code action in a fresh, sandboxed interpreter (Linux
-                with bubblewrap; limits only on macOS; time and output limits on Windows)
-- ``actionchecks``  the second lab's Part D test helpers (plain JSON, test doubles)
+- ``lreact/``          the course's concepts, one module per idea of the lecture, and the checks
+                       the test cells use; imports only these, and ``engines/`` or ``actions/``
+                       where a concept runs on a model or a tool (never ``views/``)
+- ``lreact/engines/``  the model protocol ``llm(messages, tools) -> AssistantMessage`` on real
+                       engines (Ollama, OpenAI-compatible, llama.cpp in this process) and the
+                       set-up check; imports the concepts (``check_setup(drift=True)`` alone
+                       reaches ``views/drift.py``)
+- ``lreact/actions/``  what an agent acts with beyond a function call: MCP servers, code as the
+                       action, and the isolation primitive it shares with the grader; imports
+                       the concepts
+- ``lreact/views/``    what the lecture shows and measures (widgets, figures, the probability
+                       lens, recordings, live measurements); imports anything in lreact
+
+The concepts (``lreact/``):
+
+- ``messages``     Part IV, the message types and their wire format
+- ``sampling``     Part I, softmax, temperature, top-k, top-p, sampling (reference code)
+- ``grammar``      Part I, a toy vocabulary and grammar for constrained decoding
+- ``chatml``       Part IV, the Qwen2.5 chat template as text (reference code)
+- ``mistral``      Part IV, the Mistral tool template as text
+- ``tools``        Part III, the example tools (offline weather, safe arithmetic) and schemas
+- ``harness``      second lab, Part C: format errors, repetition, RunResult, compaction
+- ``textreact``    Part II, ReAct in plain text: exemplar, stop sequence, text completion
+- ``traces``       Part IV, the Berlin trace and a longer run, with token counts
+- ``reference``    how the reference implementations are marked and kept from answers
+- ``checks``, ``labchecks``, ``answercheck``, ``actionchecks``: what the test cells import
+  (plain comparisons, the lab's loop checks, the exercises' practice keys, Part D's doubles)
+
+Import the names below from the top (``from lreact import ScriptedLLM``); each sub-package's
+``__init__`` lists its modules.
 """
+from .actions.codeact import run_python
+from .actions.mcp_client import MCPConnection
+from .engines.backends import configured_backend, configured_llm, describe_backend
+from .engines.models import (
+    DEFAULT_MODEL,
+    ModelError,
+    OllamaError,
+    OllamaLLM,
+    ScriptedLLM,
+    ScriptExhaustedError,
+    default_model,
+)
+from .engines.openai_compat import EngineError, OpenAICompatLLM
+from .engines.setup import check_setup
 from .messages import (
     AssistantMessage,
     Message,
@@ -61,20 +59,6 @@ from .messages import (
     message_from_wire,
     messages_to_wire,
 )
-from .backends import configured_backend, configured_llm, describe_backend
-from .models import (
-    DEFAULT_MODEL,
-    ModelError,
-    OllamaError,
-    OllamaLLM,
-    ScriptedLLM,
-    ScriptExhaustedError,
-    default_model,
-)
-from .openai_compat import EngineError, OpenAICompatLLM
-from .setup import check_setup
-from .mcp_client import MCPConnection
-from .codeact import run_python
 from .textreact import ScriptedCompletion
 
 __all__ = [
@@ -92,7 +76,7 @@ def __getattr__(name):
     """``lreact.EmbeddedLLM`` on first use only: importing lreact (as the grader does) never
     imports the embedded engine."""
     if name == "EmbeddedLLM":
-        from .embedded import EmbeddedLLM
+        from .engines.embedded import EmbeddedLLM
 
         return EmbeddedLLM
     raise AttributeError(f"module 'lreact' has no attribute {name!r}")

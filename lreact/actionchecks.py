@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 
-from .mcp_client import ScriptedMCPConnection
+from .actions.mcp_client import ScriptedMCPConnection
+from .checks import fail
 
-# What the lab's server (lreact.mcp_server) lists: the SDK derives these from the signatures.
+# What the lab's server (lreact.actions.mcp_server) lists: the SDK derives these from the signatures.
 SERVER_TOOLS = [
     {"name": "get_weather",
      "description": "Get the current weather for a city: temperature and conditions.",
@@ -40,21 +41,17 @@ SERVER_TOOLS = [
 ]
 
 
-def _fail(message: str, hint: str):
-    raise AssertionError(message if not hint else f"{message}\nHint: {hint}")
-
-
 def plain_json(value, name="the result", hint=""):
     """``value`` rebuilt as plain JSON values (dicts, lists, str, numbers, bool, None)."""
     try:
         return json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError) as e:
-        _fail(f"{name} must be made of plain JSON values (dict, list, str, number, bool, None): "
+        fail(f"{name} must be made of plain JSON values (dict, list, str, number, bool, None): "
               f"{e}", hint)
 
 
 def _arithmetic(operation, a, b):
-    """The fake server's arithmetic tool: the same answers and error text as lreact.mcp_server."""
+    """The fake server's arithmetic tool: the same answers and error text as lreact.actions.mcp_server."""
     if operation == "divide" and b == 0:
         raise ValueError("division by zero: b must not be 0")
     value = {"add": a + b, "subtract": a - b, "multiply": a * b, "divide": a / b if b else 0}[operation]
@@ -75,21 +72,21 @@ def assert_tool_schema(schema, name, hint=""):
     """``schema`` (plain JSON) has the function-calling envelope of ``lreact.tools.TOOLS``."""
     if not isinstance(schema, dict) or schema.get("type") != "function" \
             or not isinstance(schema.get("function"), dict):
-        _fail(f"a tool schema must look like {{'type': 'function', 'function': {{...}}}}, got "
+        fail(f"a tool schema must look like {{'type': 'function', 'function': {{...}}}}, got "
               f"{str(schema)[:120]}", hint)
     fn = schema["function"]
     if fn.get("name") != name:
-        _fail(f"the tool must be named {name!r}, got {fn.get('name')!r}", hint)
+        fail(f"the tool must be named {name!r}, got {fn.get('name')!r}", hint)
     if not isinstance(fn.get("description"), str) or not fn["description"].strip():
-        _fail("the tool needs a description: it is all the model knows about it", hint)
+        fail("the tool needs a description: it is all the model knows about it", hint)
     params = fn.get("parameters")
     if not isinstance(params, dict) or params.get("type") != "object":
-        _fail("'parameters' must be a JSON schema of type 'object'", hint)
+        fail("'parameters' must be a JSON schema of type 'object'", hint)
     return fn
 
 
 class RecordingRunner:
-    """A stand-in for ``lreact.codeact.run_python`` that returns a prepared result dict and
+    """A stand-in for ``lreact.actions.codeact.run_python`` that returns a prepared result dict and
     records how it was called: ``.calls`` holds ``(code, keyword arguments)``, so a test can
     see whether a time limit was passed."""
 

@@ -40,7 +40,8 @@ import re
 import sys
 import warnings
 
-from .checks import _fail, as_float_list, as_int, as_str_set
+from . import checks
+from .checks import as_float_list, as_int, as_str_set, fail
 
 SALT = "lreact-exercises/answer-key/v2"
 ITERATIONS = 10_000  # PBKDF2 rounds per digest (brute force pays them per guess)
@@ -82,16 +83,16 @@ def probability_form(value, n: int, *, name: str, hint: str = "", tol: float) ->
     ``tol`` per entry can: no entry below ``-tol``, the sum within ``n * tol`` of 1."""
     values = as_float_list(value, name, hint)
     if len(values) != n:
-        _fail(f"{name} has {len(values)} entries, expected {n}", hint)
+        fail(f"{name} has {len(values)} entries, expected {n}", hint)
     if any(not math.isfinite(v) for v in values):
-        _fail(f"{name} has a NaN or infinite entry", hint)
+        fail(f"{name} has a NaN or infinite entry", hint)
     low = [i + 1 for i, v in enumerate(values) if v < -tol]
     if low:
-        _fail(f"{name}: entry {low[0]} (counting from 1) is negative; probabilities are at "
+        fail(f"{name}: entry {low[0]} (counting from 1) is negative; probabilities are at "
               "least 0", hint)
     total = math.fsum(values)
     if abs(total - 1.0) > n * tol:
-        _fail(f"{name} sums to {total:.4f}: a distribution sums to 1 (here within "
+        fail(f"{name} sums to {total:.4f}: a distribution sums to 1 (here within "
               f"{n * tol:g}, {n} entries each within {tol:g})", hint)
     return values
 
@@ -112,21 +113,21 @@ def check(name: str, value, keys: dict, *, hint: str = "") -> str:
         tol, wanted = float(parts[0]), parts[1:]
         got = as_float_list(value, name, hint)
         if len(got) != len(wanted):
-            _fail(f"{name} has {len(got)} values, expected {len(wanted)}", hint)
+            fail(f"{name} has {len(got)} values, expected {len(wanted)}", hint)
         off = [i for i, (x, d) in enumerate(zip(got, wanted))
                if not math.isfinite(x) or not _matches(name, i, x, tol, d)]
         if off:
             where = "" if len(got) == 1 else " at " + ", ".join(
                 f"entry {i + 1}" for i in off) + " (counting from 1)"
-            _fail(f"{name}: not yet right{where}; answers within {tol:g} of the exact value "
+            fail(f"{name}: not yet right{where}; answers within {tol:g} of the exact value "
                   f"count", hint)
     elif kind == "int":
         if digest(name, 0, str(as_int(value, name, hint))) != parts[0]:
-            _fail(f"{name}: not yet right", hint)
+            fail(f"{name}: not yet right", hint)
     elif kind == "set":
         canonical = json.dumps(as_str_set(value, name, hint))
         if digest(name, 0, canonical) != parts[0]:
-            _fail(f"{name}: not yet right", hint)
+            fail(f"{name}: not yet right", hint)
     else:
         raise ValueError(f"unknown answer key kind {kind!r} for {name!r}")
     return f"{name}: right"
@@ -137,7 +138,6 @@ def check(name: str, value, keys: dict, *, hint: str = "") -> str:
 def _recording(strict: bool):
     """Patch the hidden tests' assertions to record (kind, name, expected, tol); ``strict``: and
     then run them (else they pass, so that every assertion of the cell is recorded)."""
-    from . import checks
     seen, originals = [], {}
 
     def wrap(fname, kind):
@@ -158,7 +158,6 @@ def _recording(strict: bool):
 @contextlib.contextmanager
 def _recorded(strict: bool):
     import importlib
-    from . import checks
     module = importlib.import_module("lreact.answercheck")  # also when run as __main__
     seen, originals = _recording(strict)
     real_check = module.check

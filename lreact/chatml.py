@@ -6,7 +6,7 @@ tool dicts exactly as the runtime holds them.  It is not byte for byte what Olla
 the server first re-encodes each tool through its Go structs (fields in the order ``type, $defs,
 items, required, properties``, properties sorted, unknown fields such as ``additionalProperties``
 dropped) and, when the first message is not a system message, puts the model's default system
-prompt first; ``lreact.ollama_text.ollama_qwen_text`` adds both, and the lecture prints the
+prompt first; ``lreact.engines.ollama_text.ollama_qwen_text`` adds both, and the lecture prints the
 difference.  Qwen's own Hugging Face template (used by llama-server and vLLM) differs again, e.g.
 in the quirk below.  The layout:
 

@@ -17,26 +17,25 @@ import warnings
 
 import numpy as np
 
-
-class _Missing:
-    pass
+from .actions.codeact import run_python
 
 
-def _fail(message: str, hint: str):
-    text = message if not hint else f"{message}\nHint: {hint}"
-    raise AssertionError(text)
+def fail(message: str, hint: str = ""):
+    """Raise the AssertionError a graded test fails with: the message, then ``Hint: ...``
+    (every check module of the course fails this way)."""
+    raise AssertionError(message if not hint else f"{message}\nHint: {hint}")
 
 
 def as_float_list(value, name="answer", hint="") -> list:
     """``value`` as a list of plain Python floats (a scalar becomes a one-element list)."""
     if value is None or value is Ellipsis:
-        _fail(f"{name} is not set yet", hint)
+        fail(f"{name} is not set yet", hint)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             arr = np.asarray(value, dtype=float).ravel()
     except (TypeError, ValueError):
-        _fail(f"{name} must be a number or a list of numbers, got {type(value).__name__}", hint)
+        fail(f"{name} must be a number or a list of numbers, got {type(value).__name__}", hint)
     return [float(x) for x in arr.tolist()]
 
 
@@ -44,31 +43,31 @@ def as_float(value, name="answer", hint="") -> float:
     """``value`` as one plain float."""
     values = as_float_list(value, name, hint)
     if len(values) != 1:
-        _fail(f"{name} must be a single number, got {len(values)} values", hint)
+        fail(f"{name} must be a single number, got {len(values)} values", hint)
     return values[0]
 
 
 def as_int(value, name="answer", hint="") -> int:
     """``value`` as a plain int (a float that is not whole is refused)."""
     if isinstance(value, bool) or value is None or value is Ellipsis:
-        _fail(f"{name} must be a whole number, got {value!r}", hint)
+        fail(f"{name} must be a whole number, got {value!r}", hint)
     try:
         f = float(value)
     except (TypeError, ValueError):
-        _fail(f"{name} must be a whole number, got {type(value).__name__}", hint)
+        fail(f"{name} must be a whole number, got {type(value).__name__}", hint)
     if not math.isfinite(f) or f != int(f):
-        _fail(f"{name} must be a whole number, got {f}", hint)
+        fail(f"{name} must be a whole number, got {f}", hint)
     return int(f)
 
 
 def as_str_set(value, name="answer", hint="") -> list:
     """``value`` (an iterable of strings) as a sorted list of distinct plain ``str``."""
     if isinstance(value, str) or value is None or value is Ellipsis:
-        _fail(f"{name} must be a list or set of strings, got {value!r}", hint)
+        fail(f"{name} must be a list or set of strings, got {value!r}", hint)
     try:
         items = [str(x) for x in list(value)]
     except TypeError:
-        _fail(f"{name} must be a list or set of strings, got {type(value).__name__}", hint)
+        fail(f"{name} must be a list or set of strings, got {type(value).__name__}", hint)
     return sorted(set(items))
 
 
@@ -77,19 +76,19 @@ def assert_close(actual, expected, *, tol=1e-6, name="answer", hint="", reveal=F
     a = as_float_list(actual, name, hint)
     e = [float(x) for x in np.asarray(expected, dtype=float).ravel().tolist()]
     if len(a) != len(e):
-        _fail(f"{name} has {len(a)} values, expected {len(e)}", hint)
+        fail(f"{name} has {len(a)} values, expected {len(e)}", hint)
     for i, (x, y) in enumerate(zip(a, e)):
         ok = (x == y) or (math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tol)
         if not ok:
             where = f" at index {i}" if len(a) > 1 else ""
             detail = f": got {x!r}, expected {y!r}" if reveal else f": got {x!r}"
-            _fail(f"{name} is wrong{where}{detail}", hint)
+            fail(f"{name} is wrong{where}{detail}", hint)
 
 
 def assert_int_equal(actual, expected, *, name="answer", hint="", reveal=False):
     a = as_int(actual, name, hint)
     if a != int(expected):
-        _fail(f"{name} is wrong: got {a}" + (f", expected {int(expected)}" if reveal else ""),
+        fail(f"{name} is wrong: got {a}" + (f", expected {int(expected)}" if reveal else ""),
               hint)
 
 
@@ -97,18 +96,18 @@ def assert_same_set(actual, expected, *, name="answer", hint="", reveal=False):
     a = as_str_set(actual, name, hint)
     e = sorted(set(str(x) for x in expected))
     if a != e:
-        _fail(f"{name} is wrong: got {a}" + (f", expected {e}" if reveal else ""), hint)
+        fail(f"{name} is wrong: got {a}" + (f", expected {e}" if reveal else ""), hint)
 
 
 def assert_probability_vector(p, n=None, *, name="probabilities", hint="", tol=1e-9):
     """Non-negative, finite, summing to one (and of length ``n`` if given)."""
     values = as_float_list(p, name, hint)
     if n is not None and len(values) != n:
-        _fail(f"{name} has {len(values)} entries, expected {n}", hint)
+        fail(f"{name} has {len(values)} entries, expected {n}", hint)
     if any(not math.isfinite(v) or v < 0 for v in values):
-        _fail(f"{name} has a negative, NaN or infinite entry: {values}", hint)
+        fail(f"{name} has a negative, NaN or infinite entry: {values}", hint)
     if abs(math.fsum(values) - 1.0) > tol:
-        _fail(f"{name} sum to {math.fsum(values)!r}, not 1", hint)
+        fail(f"{name} sum to {math.fsum(values)!r}, not 1", hint)
     return values
 
 
@@ -121,8 +120,8 @@ def assert_raises(exc_type, fn, *args, name="call", hint="", **kwargs):
     except exc_type as e:
         return e
     except Exception as e:  # noqa: BLE001 - report what was raised instead
-        _fail(f"{name} raised {type(e).__name__}: {e}, expected {exc_type.__name__}", hint)
-    _fail(f"{name} did not raise {exc_type.__name__}", hint)
+        fail(f"{name} raised {type(e).__name__}: {e}, expected {exc_type.__name__}", hint)
+    fail(f"{name} did not raise {exc_type.__name__}", hint)
 
 
 def quiet(fn, *args, **kwargs):
@@ -135,7 +134,7 @@ def quiet(fn, *args, **kwargs):
 
 def run_code_action(code, reports, *, name="code_action", hint="", timeout=20):
     """Run a code action (a string of Python, Exercise 11) in a fresh, limited interpreter
-    OUTSIDE this process (``lreact.codeact.run_python``), where ``get_weather(city)`` answers
+    OUTSIDE this process (``lreact.actions.codeact.run_python``), where ``get_weather(city)`` answers
     from ``reports`` (``{"Berlin": "12°C, rainy", ...}``).  Returns ``(cities looked up, value of
     answer)`` as plain values; what the code prints is discarded.  The code never runs in the
     process that checks it, so it cannot touch the test (Part III, "Specific tools vs a code
@@ -143,9 +142,8 @@ def run_code_action(code, reports, *, name="code_action", hint="", timeout=20):
     import json
     import secrets
 
-    from .codeact import run_python
     if not isinstance(code, str):
-        _fail(f"{name} must be a string of Python code, got {type(code).__name__}", hint)
+        fail(f"{name} must be a string of Python code, got {type(code).__name__}", hint)
     marker = "lreact-result-" + secrets.token_hex(8)
     prelude = "\n".join([
         "import atexit as _atexit, io as _io, json as _json, sys as _sys",
@@ -164,13 +162,13 @@ def run_code_action(code, reports, *, name="code_action", hint="", timeout=20):
         ""])
     done = run_python(code, timeout=timeout, prelude=prelude, max_output=200_000)
     if done["timed_out"]:
-        _fail(f"{name} did not finish within {timeout} s", hint)
+        fail(f"{name} did not finish within {timeout} s", hint)
     if done["exit_code"] != 0:
         last = [line for line in done["stderr"].strip().splitlines() if line.strip()]
-        _fail(f"{name} raised an error: {last[-1] if last else 'exit status ' + str(done['exit_code'])}",
+        fail(f"{name} raised an error: {last[-1] if last else 'exit status ' + str(done['exit_code'])}",
               hint)
     lines = [line for line in done["stdout"].splitlines() if line.startswith(marker + " ")]
     if not lines:
-        _fail(f"{name} ended without reaching its end (did it call os._exit?)", hint)
+        fail(f"{name} ended without reaching its end (did it call os._exit?)", hint)
     result = json.loads(lines[-1][len(marker) + 1:])
     return [str(c) for c in result["calls"]], result["answer"]

@@ -18,6 +18,7 @@ import zlib
 import numpy as np
 
 from .reference import reference_implementation
+from .sampling import softmax
 
 EOS = "<eos>"
 CITIES = ['"Berlin"', '"Paris"', '"Tokyo"']
@@ -130,7 +131,6 @@ def constrained_step(prefix_ids):
     a dict with the state s_t, the allowed set A(s_t), the model's P, the masked and renormalised
     P' = 1[i in A(s_t)] P_i / sum_{j in A(s_t)} P_j, the mass of P the mask removed, and ``done``
     (the grammar is finished: A(s_t) is empty, P' is all zeros and nothing is removed)."""
-    from .sampling import softmax
 
     state = start()
     for i in prefix_ids:

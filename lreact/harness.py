@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 import re
 
-from .messages import (AssistantMessage, RunResult, SystemMessage, ToolResultMessage,
-                       UserMessage)
+from .messages import AssistantMessage, RunResult, SystemMessage, ToolResultMessage, UserMessage
 from .reference import reference_implementation
+from .traces import SYSTEM_PROMPT
 
 FORMAT_ERROR_PREFIX = "FORMAT ERROR: "
 REPEAT_ERROR_PREFIX = "ERROR: repeated call: "
@@ -117,7 +117,6 @@ def run_agent_hardened(user_input, llm, tools, execute, *, history=None, max_ste
     """The Prompt-ToolLoop with a harness: format errors are fed back, repeated calls are caught,
     and the run says how it ended (a ``RunResult``).  ``execute(call)`` runs one call and returns
     its ``ToolResultMessage``."""
-    from .traces import SYSTEM_PROMPT
 
     if history is None:
         history = [SystemMessage(system_prompt or SYSTEM_PROMPT)]

@@ -13,21 +13,19 @@ from __future__ import annotations
 import json
 import math
 
+from .checks import fail
 from .messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
+from .reference import RULE
 
 # Each frequency check fails a correct sampler with probability at most ALPHA, whatever way it
 # draws: every token's count is compared with exact binomial bounds (union bound over tokens).
 ALPHA = 1e-9
 
 
-def _fail(message: str, hint: str):
-    raise AssertionError(message if not hint else f"{message}\nHint: {hint}")
-
-
 def text(value, name="answer", hint="") -> str:
     """``value`` as a plain ``str`` (a str subclass is copied through JSON)."""
     if not isinstance(value, str):
-        _fail(f"{name} must be a str, got {type(value).__name__}", hint)
+        fail(f"{name} must be a str, got {type(value).__name__}", hint)
     return json.loads(json.dumps(value))
 
 
@@ -46,14 +44,14 @@ def plain_message(m, hint=""):
         calls = tuple((text(c.id, "ToolCall.id", hint), text(c.name, "ToolCall.name", hint),
                        text(c.arguments, "ToolCall.arguments", hint)) for c in m.tool_calls)
         return ("assistant", text(m.text, "AssistantMessage.text", hint), calls)
-    _fail(f"the history holds a {type(m).__name__}, not one of the lecture's message types "
+    fail(f"the history holds a {type(m).__name__}, not one of the lecture's message types "
           "(SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)", hint)
 
 
 def plain(history, hint="") -> list:
     """A history (a list of lecture messages) as a list of plain tuples."""
     if not isinstance(history, list):
-        _fail(f"the history must be a list, got {type(history).__name__}", hint)
+        fail(f"the history must be a list, got {type(history).__name__}", hint)
     return [plain_message(m, hint) for m in history]
 
 
@@ -81,23 +79,23 @@ def assert_model_calls(llm, history, tools, hint=""):
     n = len(llm.calls)
     answers = [i for i, m in enumerate(h) if m[0] == "assistant"]
     if n == 0:
-        _fail("the model was never called", hint)
+        fail("the model was never called", hint)
     if len(answers) < n:
-        _fail(f"the model was called {n} times but the history holds only {len(answers)} "
+        fail(f"the model was called {n} times but the history holds only {len(answers)} "
               "assistant turns: is every response appended to the history?", hint)
     answers = answers[-n:]
     expected_tools = tool_names(tools)
     for k, (call, at) in enumerate(zip(llm.calls, answers), start=1):
         sent = plain(list(call["messages"]), hint)
         if sent != h[:at]:
-            _fail(f"model call {k} did not receive the whole history so far (it got "
+            fail(f"model call {k} did not receive the whole history so far (it got "
                   f"{len(sent)} messages; the history before that answer has {at}): the model "
                   "is stateless, so every call re-sends everything", hint)
         if tool_names(call["tools"]) != expected_tools:
-            _fail(f"model call {k} was sent tools {tool_names(call['tools'])}, expected all the "
+            fail(f"model call {k} was sent tools {tool_names(call['tools'])}, expected all the "
                   "tools on every call", hint)
         if h[at] != plain_message(llm.responses[k - 1], hint):
-            _fail(f"the response of model call {k} is not appended to the history unchanged",
+            fail(f"the response of model call {k} is not appended to the history unchanged",
                   hint)
 
 
@@ -109,14 +107,14 @@ def assert_paired(history, hint=""):
     while i < len(h):
         m = h[i]
         if m[0] == "tool":
-            _fail(f"message {i} is a tool result ({m[1]!r}) that does not follow the calls of "
+            fail(f"message {i} is a tool result ({m[1]!r}) that does not follow the calls of "
                   "an assistant turn", hint)
         i += 1
         if m[0] == "assistant" and m[2]:
             ids = [c[0] for c in m[2]]
             got = [x[1] for x in h[i:i + len(ids)] if x[0] == "tool"]
             if got != ids:
-                _fail(f"the assistant turn at message {i - 1} asked for calls {ids}; the results "
+                fail(f"the assistant turn at message {i - 1} asked for calls {ids}; the results "
                       f"that follow carry ids {got}", hint)
             i += len(ids)
 
@@ -200,15 +198,15 @@ def assert_frequencies(counts, probs, *, name="the sampled frequencies", hint=""
     counts = [int(c) for c in counts]
     probs = [float(p) for p in probs]
     if len(counts) != len(probs):
-        _fail(f"{name}: {len(counts)} counts for {len(probs)} probabilities", hint)
+        fail(f"{name}: {len(counts)} counts for {len(probs)} probabilities", hint)
     n, tail = sum(counts), _tail(probs, alpha)
     for i, (c, p) in enumerate(zip(counts, probs)):
         if p <= 0 and c:
-            _fail(f"{name}: token {i}, of probability 0, was drawn {c} times", hint)
+            fail(f"{name}: token {i}, of probability 0, was drawn {c} times", hint)
     for i, (c, p) in enumerate(zip(counts, probs)):
         lo, hi, _ = binomial_bounds(n, p, tail)
         if not lo <= c <= hi:
-            _fail(f"{name} do not follow the distribution: token {i} (probability {p:.4g}) came "
+            fail(f"{name} do not follow the distribution: token {i} (probability {p:.4g}) came "
                   f"out {c} times in {n} draws; a correct sampler gives {lo} to {hi} times (outside "
                   f"that range with probability below {alpha:g})", hint)
 
@@ -254,7 +252,6 @@ def reference(module: str, name: str):
     import os
     import sys
 
-    from .reference import RULE
 
     if _student_code_on_stack(sys._getframe(1)):
         raise RuntimeError("lreact.labchecks.reference serves the lab's test and demo cells only: "

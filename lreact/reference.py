@@ -7,7 +7,7 @@ functions the lab asks students to write.  Each is decorated ``@reference_implem
 - after ``engage()`` (the lab's setup cell calls it) a call raises ``ReferenceUnavailable``
   saying why, so a student's visible tests fail exactly as the grader would fail them;
 - at grading time the process that runs the answers gets a copy of ``lreact`` in which these
-  functions have no body at all (``strip_references``, used by ``autograder/kit.py``).
+  functions have no body at all (``strip_references``, used by ``autograder/sandbox/kit.py``).
 
 Test and demo cells that need the real thing ask ``lreact.labchecks.reference(module, name)``,
 which builds a private copy of the module with the rule switched off for that copy only.

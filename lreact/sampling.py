@@ -12,6 +12,7 @@ nucleus is chosen on the T = 1 distribution.
 from __future__ import annotations
 
 import numpy as np
+
 from .reference import reference_implementation
 
 

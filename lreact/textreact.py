@@ -20,29 +20,26 @@ This module holds the format, not the loop (the lab's ``parse_react_step`` and
   path (it records every prompt and replays its replies verbatim, stop sequences ignored);
 - ``configured_complete()``: the live ``complete`` of the configured backend (Ollama's
   ``/api/generate`` with a raw prompt, or an OpenAI-compatible ``/v1/completions``), with a
-  timeout on every HTTP call (see ``lreact.backends``).
+  timeout on every HTTP call (see ``lreact.engines.backends``).
 """
 from __future__ import annotations
 
 import copy
 
-from .models import ScriptExhaustedError  # also what a ScriptedCompletion raises
+from .engines.backends import configured_llm
+from .engines.models import ScriptExhaustedError  # also what a ScriptedCompletion raises
+from .tools import WEATHER
 
 STOP = "\nObservation:"
-FINISH = "finish"
-INVALID = "Invalid action"
-STEP_BUDGET_EXHAUSTED = "stopped: step budget exhausted"
 
 
 def _report(city: str) -> str:
-    from .tools import WEATHER
 
     row = WEATHER[city]
     return f"{row['temp_c']}°C, {row['condition']}"
 
 
 def _exemplar() -> str:
-    from .tools import WEATHER
 
     a, b = "Vienna", "London"
     ta, tb = WEATHER[a]["temp_c"], WEATHER[b]["temp_c"]
@@ -144,7 +141,6 @@ def configured_complete(*, max_tokens=200, timeout=None, **options):
     ``options`` (temperature, seed, ...) go to ``lreact.configured_llm``; ``max_tokens`` caps each
     continuation.  Every HTTP call has the backend's timeout (pass ``timeout=`` to change it).
     """
-    from .backends import configured_llm
 
     if timeout is not None:
         options["timeout"] = timeout

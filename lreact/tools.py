@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+
 from .reference import reference_implementation
 
 # A fixed weather table: the lab's agent must give the same answers on every machine.

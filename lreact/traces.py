@@ -21,8 +21,7 @@ import json
 import math
 
 from .chatml import render_chatml
-from .messages import (AssistantMessage, SystemMessage, ToolCall, ToolResultMessage,
-                       UserMessage)
+from .messages import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
 from .tools import REGISTRY, TOOLS, WEATHER_TOOL
 
 SYSTEM_PROMPT = ("You are a helpful assistant. Use the tools when a question needs current data "

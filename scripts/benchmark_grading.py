@@ -31,8 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import paths, sandbox
-from autograder.grade import grade_all
+from autograder import paths
+from autograder.sandbox import launch as sandbox
+from autograder.instructor.grade import grade_all
 
 ROOT = paths.ROOT
 

@@ -1,4 +1,4 @@
-"""Benchmark: the embedded backend (lreact.embedded.EmbeddedLLM) against llama-cpp-python called
+"""Benchmark: the embedded backend (lreact.engines.embedded.EmbeddedLLM) against llama-cpp-python called
 directly, on the same model file, in one process.
 
     python -m scripts.benchmark_model [--repeats 5] [--prompt-words 300] [--generate 128]
@@ -40,7 +40,7 @@ def model_path() -> str:
         found = sorted(pathlib.Path(spec.submodule_search_locations[0]).glob("*.gguf"))
         if found:
             return str(found[0])
-    from lreact.gguf import locate
+    from lreact.engines.gguf import locate
 
     return locate(download=True).path
 
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
 
     import llama_cpp
 
-    from lreact.embedded import MODELS, EmbeddedLLM
+    from lreact.engines.embedded import MODELS, EmbeddedLLM
 
     path = model_path()
     os.environ["LREACT_GGUF"] = path

@@ -1,6 +1,6 @@
 """Regenerate the static fallback images of the lecture (``lectures/figures/*.png``).
 
-Each widget of the lecture has a picture drawn by the same package code (``lreact.figures``), so the notebooks read
+Each widget of the lecture has a picture drawn by the same package code (``lreact.views.figures``), so the notebooks read
 on GitHub and nbviewer where widgets do not run; the evidence figures of Part I and II are drawn
 from the numbers the lecture cites.  Run:  python scripts/make_lecture_figures.py
 """
@@ -13,7 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from lreact import figures
+from lreact.views import figures
 
 OUT = Path(__file__).resolve().parent.parent / "lectures" / "figures"
 DPI = 100

@@ -3,7 +3,7 @@ import pytest
 
 from lreact.actionchecks import SERVER_TOOLS, RecordingRunner, fake_server, plain_json
 from lreact.labchecks import reference
-from lreact.mcp_client import MCPConnection
+from lreact.actions.mcp_client import MCPConnection
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The channel between the trusted process and the student process (autograder/channel.py).
+"""The channel between the trusted process and the student process (autograder/inside/channel/link.py).
 
 Values cross as plain data only; what comes back is rebuilt as plain values; objects of the
 tests stay with the tests and are reached through handles that show public names only.
@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from autograder.channel import ChannelError, Codec, NotPlainData, Pipe
-from autograder.student import Answers, StudentLink
-from autograder.tester import TrustedCells
+from autograder.inside.channel.link import ChannelError, Codec, NotPlainData, Pipe
+from autograder.inside.student import StudentLink, StudentNamespace
+from autograder.inside.trusted_namespace import TrustedNamespace
 from lreact import AssistantMessage, ToolCall, ToolCallError, UserMessage
 
 
@@ -85,9 +85,9 @@ def test_exceptions_are_rebuilt_by_name_and_unknown_ones_become_plain_types():
 
 @pytest.fixture
 def pair():
-    """A TrustedCells object here, and the student's side in a thread, joined by real pipes."""
+    """A TrustedNamespace object here, and the student's side in a thread, joined by real pipes."""
     a, b = os.pipe(), os.pipe()
-    answers = Answers({"0": SOURCE, "1": LARGE})
+    answers = StudentNamespace({"0": SOURCE, "1": LARGE})
     link = StudentLink(Pipe(a[0], b[1]), "S", answers.handle)
     answers.link = link
 
@@ -100,7 +100,7 @@ def pair():
 
     server = threading.Thread(target=serve, daemon=True)
     server.start()
-    tests = TrustedCells(Pipe(b[0], a[1]), lambda event: None, 5)
+    tests = TrustedNamespace(Pipe(b[0], a[1]), lambda event: None, 5)
     assert tests.run_student(0)["ok"]
     yield tests
     tests.link.pipe.send({"k": "q", "op": "bye"})
@@ -251,7 +251,7 @@ def test_a_pure_call_with_array_and_number_arguments_is_served_from_its_quick_ke
 
 
 def test_the_quick_key_tells_apart_what_the_encoding_tells_apart():
-    from autograder.quickkey import fresh_copy as _fresh, quick_key as _quick_key
+    from autograder.inside.channel.quickkey import fresh_copy as _fresh, quick_key as _quick_key
 
     a = np.array([1.0, 2.0])
     assert _quick_key(1, (a, 0.5), {}) == _quick_key(1, (a.copy(), 0.5), {})
@@ -320,8 +320,8 @@ def test_a_replayed_run_of_identical_calls_moves_the_rng_as_the_calls_did(bits):
     """The replay batches a run of identical ``random()``, ``standard_normal()`` and
     ``choice(a, p=p)`` calls into one call with ``size``: proved here against the calls one by
     one, on every bit generator numpy ships; ``integers`` (which buffers) is replayed singly."""
-    from autograder import mirror
-    from autograder.codec import Codec
+    from autograder.inside.channel import mirror
+    from autograder.inside.channel.codec import Codec
 
     codec = Codec("T")
     p = np.array([0.5, 0.2, 0.2, 0.1])
@@ -386,9 +386,9 @@ def test_the_code_sandbox_handed_to_an_answer_runs_on_the_answers_side_only():
     the answer gives it runs in the answer's sandbox.  As a handle it would run beside the tests
     (as the trusted user, with the reference implementations on its file system); and the tests'
     side never takes it back from an answer."""
-    from lreact import codeact
+    from lreact.actions import codeact
     t, s = Codec("T"), Codec("S")
-    assert t.encode(codeact.run_python) == {"f": "lreact.codeact.run_python"}
+    assert t.encode(codeact.run_python) == {"f": "lreact.actions.codeact.run_python"}
     assert s.decode(t.encode(codeact.run_python)) is codeact.run_python
     with pytest.raises(NotPlainData, match="answers only"):
         t.decode(s.encode(codeact.run_python))
@@ -427,7 +427,7 @@ def test_channel_failures_cannot_be_caught_as_an_answers_exception():
 def scripted():
     """A trusted link here; in a thread, a "student process" that answers each request with the
     next scripted reply (as a hostile one can: it runs the student's code) and records them."""
-    from autograder.channel import Link
+    from autograder.inside.channel.link import Link
     a, b = os.pipe(), os.pipe()
     student, trusted = Pipe(a[0], b[1]), Pipe(b[0], a[1])
     replies, seen = [], []
@@ -484,7 +484,7 @@ def test_a_student_handle_here_can_only_be_called_and_serves_nothing_else(script
     {"d": [[0, 0], [1, 0], [2, 0]]},
 ])
 def test_a_repeat_reply_must_be_a_list_of_exactly_n_plain_values(scripted, reply):
-    from autograder.tester import Answer
+    from autograder.inside.trusted_namespace import Answer
     from lreact.labchecks import repeat
     link, replies, seen = scripted
     replies.append({"k": "r", "v": reply})
@@ -513,7 +513,7 @@ def test_labchecks_repeat_takes_only_a_list_of_n_values_from_a_batch():
 
 def test_a_failed_tests_error_is_written_without_asking_the_student_process(scripted):
     link, replies, seen = scripted
-    tests = TrustedCells(link.pipe, lambda event: None, 5)
+    tests = TrustedNamespace(link.pipe, lambda event: None, 5)
     tests.ns["fn"] = fn = tests.link.codec.decode({"S": [5, True]})
     r = tests.run_here("raise AssertionError(fn)", "<test>")
     assert r["error"] == "AssertionError: <the student's function 5>" and seen == []
@@ -541,7 +541,7 @@ def test_decoding_refuses_dict_and_set_keys_that_share_one_hash():
 
 
 def test_decoding_one_reply_is_bounded_in_time_and_in_values(monkeypatch):
-    from autograder import codec
+    from autograder.inside.channel import codec
     many = {"t": [{"t": [i]} for i in range(2000)]}
     assert len(Codec("T").decode(many)) == 2000
     monkeypatch.setattr(codec, "MAX_DECODE_SECONDS", 0.0)
@@ -578,7 +578,7 @@ def test_a_reply_that_cannot_be_sent_fails_that_request_only(pair):
         pair.ns["huge_int"]()
     x = pair.ns["quarter"]()
     assert type(x) is np.longdouble and abs(x - 0.25) < 1e-12
-    from autograder.tester import ValueUnavailable
+    from autograder.inside.trusted_namespace import ValueUnavailable
     with pytest.raises(ValueUnavailable, match="big cannot be used by the tests: too large"):
         float(pair.ns["big"][0])
     assert pair.ns["small"] == [1, 2, 3]     # the cell's other values arrived
@@ -588,7 +588,7 @@ def test_a_reply_that_cannot_be_sent_fails_that_request_only(pair):
 def test_each_call_an_answer_makes_is_a_message_of_its_own(monkeypatch):
     # a sampling loop logs 1,000 rng calls (each with a p of 5 values) inside one reply; only
     # what is sent counts against the reply's budget, not every call made meanwhile
-    from autograder import codec
+    from autograder.inside.channel import codec
     monkeypatch.setattr(codec, "MAX_ITEMS", 1000)
     s = Codec("S")
     rng = s.decode(Codec("T").encode(np.random.default_rng(0)))
@@ -615,7 +615,7 @@ IN_PLACE = {
 @pytest.fixture
 def cells_pair():
     a, b = os.pipe(), os.pipe()
-    answers = Answers(IN_PLACE)
+    answers = StudentNamespace(IN_PLACE)
     link = StudentLink(Pipe(a[0], b[1]), "S", answers.handle)
     answers.link = link
 
@@ -628,7 +628,7 @@ def cells_pair():
 
     server = threading.Thread(target=serve, daemon=True)
     server.start()
-    tests = TrustedCells(Pipe(b[0], a[1]), lambda event: None, 5)
+    tests = TrustedNamespace(Pipe(b[0], a[1]), lambda event: None, 5)
     yield tests
     tests.link.pipe.send({"k": "q", "op": "bye"})
     server.join(5)

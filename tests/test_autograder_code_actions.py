@@ -11,16 +11,16 @@ Exercise 11's test runs the student's ``code_action`` string itself, to judge it
 it filled the folders the next submissions needed (a second review: 3 points lost by each); run by
 the answers' process, an answer cell that replaced ``run_python`` there decided the result (a third
 review: a wrong ``code_action`` scored 3/3).  Now ``run_python`` in the trusted process asks the
-grader, which runs the code in a fresh sandbox of its own (``autograder/code_runs.py``,
-``tester.code_runs_in_a_sandbox_of_its_own``)."""
+grader, which runs the code in a fresh sandbox of its own (``autograder/run/code_runs.py``,
+``inside.trusted.code_runs_in_a_sandbox_of_its_own``)."""
 from pathlib import Path
 
 import pytest
 
 from autograder import paths
 from autograder.cells import grade_id
-from autograder.engine import grade_notebook, load, replace_cell
-from autograder.pool import ProcessPool
+from autograder.run.engine import grade_notebook, load, replace_cell
+from autograder.run.pool import ProcessPool
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB2 = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
@@ -133,7 +133,7 @@ def test_an_exercise_code_action_runs_in_a_sandbox_of_its_own(tmp_path):
 # A wrong code action (it never asks get_weather) with the course's code sandbox replaced in the
 # answers' process by one that prints the result line the test looks for.  The test's own runs
 # never go there, so the forgery costs only the answer's own points.
-FORGERY = (Path(__file__).resolve().parent.parent / "autograder" / "hostile"
+FORGERY = (Path(__file__).resolve().parent.parent / "autograder" / "proofs" / "hostile"
            / "forge_code_action_run.py").read_text(encoding="utf-8")
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from autograder import paths
-from autograder.engine import grade_notebook, load, merge, replace_cell
+from autograder.run.engine import grade_notebook, load, merge, replace_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"

@@ -1,4 +1,4 @@
-"""Grade sheets an LMS imports (autograder/export.py, ``python -m autograder export``).
+"""Grade sheets an LMS imports (autograder/instructor/export.py, ``python -m autograder export``).
 
 A small class of two assignments is graded into a throwaway course's gradebook as
 tests/test_autograder_gradebook.py does (its stand-in engine scores a test by whether the answer
@@ -20,9 +20,10 @@ import subprocess
 import nbformat
 import pytest
 
-from autograder import engine, export, grade
+from autograder.run import engine
+from autograder.instructor import export, grade
 from autograder.__main__ import main
-from autograder.lms import safe_key
+from autograder.instructor.lms import safe_key
 from test_autograder_gradebook import (NBGRADER, course, put, released, set_hand_grade,
                                        solution_nb)
 

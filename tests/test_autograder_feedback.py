@@ -9,9 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from autograder.engine import load, replace_cell  # noqa: E402
-from autograder.feedback import feedback_all  # noqa: E402
-from autograder.release import generate  # noqa: E402
+from autograder.run.engine import load, replace_cell  # noqa: E402
+from autograder.feedback.pages import feedback_all  # noqa: E402
+from autograder.instructor.release import generate  # noqa: E402
 
 FIX = ROOT / "tests" / "fixtures" / "autograder"
 TINY = FIX / "solutions" / "tiny" / "tiny.ipynb"
@@ -156,7 +156,7 @@ def _visible_text(page: str) -> str:
 
 
 def test_a_stashed_hidden_argument_is_neither_printed_nor_raised_into_the_feedback(tmp_path):
-    from autograder import engine
+    from autograder.run import engine
     student = nbformat.reads(generate(TINY), as_version=4)
     nb = replace_cell(replace_cell(student, "double", STASHER["double"]), "halve",
                       STASHER["halve"])
@@ -183,7 +183,7 @@ def test_a_stashed_hidden_argument_is_neither_printed_nor_raised_into_the_feedba
 
 def test_honest_feedback_shows_output_visible_errors_and_what_was_left_out(tmp_path,
                                                                           monkeypatch):
-    from autograder import engine
+    from autograder.run import engine
     student = nbformat.reads(generate(TINY), as_version=4)
     nb = replace_cell(student, "double", "print('doubling by adding 2')\n"
                                          "def double(x):\n    return x + 2\n")
@@ -290,7 +290,8 @@ HOSTILE_STASH = {"lecture-ReAct-lab": "stash_hidden_arguments",
 def test_hidden_test_data_a_lab_answer_stashes_never_reaches_its_feedback(tmp_path, aid):
     import json
 
-    from autograder import engine, paths
+    from autograder import paths
+    from autograder.run import engine
     from autograder.cells import merge
     entry = (paths.HOSTILE_DIR / f"{HOSTILE_STASH[aid]}.py").read_text()
     gid = entry.splitlines()[0].split(":")[1].split()[1]
@@ -324,8 +325,8 @@ def test_hidden_test_data_a_lab_answer_stashes_never_reaches_its_feedback(tmp_pa
 
 def test_after_a_hidden_test_only_the_kind_of_a_graded_failure_is_shown():
     """Scores come from grading; its texts never do once answers ran (no run needed here)."""
-    from autograder.feedback import feedback_notebook, to_html
-    from autograder.released_run import hidden_test_ids
+    from autograder.feedback.pages import feedback_notebook, to_html
+    from autograder.feedback.released_run import hidden_test_ids
     released = nbformat.reads(generate(TINY), as_version=4)
     record = {"student": "mallory", "assignment": "tiny", "executed": {"cells": []},
               "failure": "the process running the answers ended (a message of 31337001 bytes "
@@ -348,3 +349,15 @@ def test_after_a_hidden_test_only_the_kind_of_a_graded_failure_is_shown():
                   "test_halve: 0 / 1, failed: AssertionError: halve(3) is wrong: got 7",
                   "Hint: halve it"):
         assert _squash(shown) in seen, shown
+
+
+def test_two_students_never_share_a_feedback_folder():
+    """An outside review had ``dana`` and ``dana.`` (and ``dana_x`` and ``dana+x``) write into
+    one folder, the later page replacing the earlier: the keys are the folders now, and keys
+    that differ only in case (one folder on macOS and Windows) get a digest each."""
+    from autograder.feedback.pages import folder_names
+    keys = ["dana", "dana.", "dana_x", "dana+x", "Dana", "sam"]
+    folders = folder_names(keys)
+    assert len({f.casefold() for f in folders.values()}) == len(keys)
+    assert folders["sam"] == "sam" and folders["dana."] == "dana." and folders["dana+x"] == "dana+x"
+    assert folders["dana"] != folders["Dana"] and folders["dana"].startswith("dana-")

@@ -1,5 +1,6 @@
 """`python -m autograder grade`: layouts, zips (safely), CSV, cache, malformed notebooks, help."""
 import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -11,9 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from autograder.engine import load, replace_cell  # noqa: E402
-from autograder.release import generate  # noqa: E402
-from autograder.submissions import assignments, discover, extract_zip  # noqa: E402
+from autograder.run.engine import load, replace_cell  # noqa: E402
+from autograder.instructor.release import generate  # noqa: E402
+from autograder.instructor.submissions import assignments, discover, extract_zip  # noqa: E402
 
 FIX = ROOT / "tests" / "fixtures" / "autograder"
 TINY = FIX / "solutions" / "tiny" / "tiny.ipynb"
@@ -166,13 +167,13 @@ def _messages(path: Path) -> list:
 
 
 def test_reason_of_the_wording_tester_and_engine_really_use():
-    from autograder.grade import reason_of
-    stops = [t for path in ("tester.py", "engine.py")
+    from autograder.instructor.grade import reason_of
+    stops = [t for path in ("inside/trusted_namespace.py", "inside/trusted.py", "run/engine.py")
              for kind, t in _messages(ROOT / "autograder" / path) if kind == "stop"]
     assert len(set(stops)) >= 4, stops            # the extraction still finds them
     for text in stops:   # why the student's process was stopped: never the grader's fault
         assert reason_of(text) == ("kernel died" if "ended" in text else "timeout"), text
-    for path in ("tester.py", "engine.py"):
+    for path in ("inside/trusted_namespace.py", "inside/trusted.py", "run/engine.py"):
         for kind, text in _messages(ROOT / "autograder" / path):
             got = reason_of(text)
             if kind != "error":
@@ -204,8 +205,9 @@ def test_reason_of_the_wording_tester_and_engine_really_use():
 def test_a_students_timeout_is_timeout_in_the_csv(tmp_path):
     """An answer that swallows the interrupt is stopped at the time limit: the row's reason
     is "timeout" (it was "grader error")."""
-    from autograder import grade, paths
-    from autograder.submissions import Submission
+    from autograder import paths
+    from autograder.instructor import grade
+    from autograder.instructor.submissions import Submission
     endless = ("def double(x):\n    return 2 * x\nwhile True:\n    try:\n        while True:\n"
                "            pass\n    except BaseException:\n        pass\n")
     nb = tmp_path / "tiny.ipynb"
@@ -222,7 +224,7 @@ def test_a_students_timeout_is_timeout_in_the_csv(tmp_path):
 # --- the terminal: names from submissions are printed with their controls escaped ---------
 
 def test_summary_shows_escape_sequences_in_names_instead_of_obeying_them(tmp_path):
-    from autograder import grade
+    from autograder.instructor import grade
     subs = tmp_path / "subs"
     subs.mkdir()
     fake = "x\x1b[2K\r no failures\x1b[8m tiny.ipynb"
@@ -239,3 +241,28 @@ def test_summary_shows_escape_sequences_in_names_instead_of_obeying_them(tmp_pat
     assert r"\x1b[2K\rdana\u202e -> " in text
     assert all(line.startswith(("graded", "2 submission", "1 upload", "  "))
                for line in text.splitlines())
+
+
+@pytest.mark.slow
+def test_a_lone_surrogate_in_one_submission_stops_nothing(tmp_path):
+    """An outside review stopped ``grade`` (and ``feedback``) for a whole class with one lone
+    surrogate, printed by an answer or written in a markdown answer: no UTF-8 file can hold it,
+    and nbformat.write raised while the gradebook copy was written.  Stock nbgrader grades on."""
+    subs, state, out = tmp_path / "subs", tmp_path / "state", tmp_path / "grades.csv"
+    course = tmp_path / "course"
+    shutil.copytree(FIX / "solutions", course / "solutions")
+    odd = replace_cell(load(TINY), "double",
+                       'def double(x):\n    print("\\ud800 printed")\n    return 2 * x\n')
+    odd = replace_cell(odd, "explain", "Because \ud800 it is.")
+    for student, nb in (("odd", odd), ("honest", load(TINY))):
+        (subs / student / "tiny").mkdir(parents=True)
+        # the surrogate escaped as "\ud800" in the JSON, as a notebook file holds it
+        (subs / student / "tiny" / "tiny.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    cmd = [sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
+           "--timeout", "20", "--root", str(course), "--state", str(state)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    by = {r[0]: r for r in csv.reader(out.open(encoding="utf-8"))}
+    assert by["honest"][6] == "4" and by["odd"][6] == "4", by     # both graded, as stock nbgrader
+    graded = (course / "autograded" / "odd" / "tiny" / "tiny.ipynb").read_text(encoding="utf-8")
+    assert "\ufffd" in graded and "\ud800" not in graded

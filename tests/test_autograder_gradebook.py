@@ -1,4 +1,4 @@
-"""Grades at home in nbgrader's gradebook (autograder/gradebook.py, grade.py, feedback.py).
+"""Grades at home in nbgrader's gradebook (autograder/instructor/gradebook.py, grade.py, feedback.py).
 
 Fast tests replace the execution engine by a stand-in that scores a test cell by whether the
 answer it belongs to equals the solution, so they check the bookkeeping alone: what reaches
@@ -24,10 +24,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from autograder import catalogue, engine, grade  # noqa: E402
-from autograder.gradebook import (CourseGradebook, answers_of, grade_id, is_answer,  # noqa: E402
-                                  is_test, load, points)
-from autograder.release import generate  # noqa: E402
+from autograder.proofs import catalogue
+from autograder.run import engine
+from autograder.instructor import grade  # noqa: E402
+from autograder.cells import grade_id, is_answer, is_autograded_test as is_test, load, points  # noqa: E402
+from autograder.instructor.gradebook import CourseGradebook, answers_of  # noqa: E402
+from autograder.instructor.release import generate  # noqa: E402
 
 TINY = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
 NBGRADER = Path(sys.executable).with_name("nbgrader")
@@ -271,7 +273,7 @@ def test_a_correction_of_an_autograded_score_in_formgrader_is_honoured(tmp_path,
                    comment_on="halve")
     records, sheet = run(subs, root, tmp_path)
     assert sheet["dave"]["test_halve"] == "1" and sheet["dave"]["total"] == "4"
-    from autograder.feedback import feedback_notebook, to_html
+    from autograder.feedback.pages import feedback_notebook, to_html
     page = to_html(feedback_notebook(records[0], released()))
     assert "score set by hand" in text(page) and "Integer division is fine here." in text(page)
 
@@ -362,7 +364,7 @@ def test_feedback_shows_hand_grades_comments_hints_and_error_text_as_inert_text(
     run(subs, root, tmp_path)
     set_hand_grade(root, "alice", "explain", 0.5,
                    "See ![t](http://evil.invalid/t.png) and [x](javascript:alert(1))")
-    from autograder.feedback import feedback_all
+    from autograder.feedback.pages import feedback_all
     page = feedback_all(subs, tmp_path / "fb", root=root, jobs=1, timeout=20,
                         state=tmp_path / "state", code="fixed")[0].read_text()
     seen = text(page)
@@ -390,7 +392,7 @@ def test_feedback_shows_hand_grades_comments_hints_and_error_text_as_inert_text(
 
 def test_error_text_in_the_summary_is_inert():
     """The summary table used to be Markdown: an error message became a live link/image."""
-    from autograder.feedback import feedback_notebook, to_html
+    from autograder.feedback.pages import feedback_notebook, to_html
     student = released()
     record = {"student": "eve", "assignment": "tiny", "failure": None,
               "scores": {"test_double": [0.0, 2.0]}, "manual": {}, "total": 0.0,
@@ -409,7 +411,7 @@ def test_error_text_in_the_summary_is_inert():
 def test_inert_text_stays_text_wherever_markdown_puts_it():
     """Even inside a Markdown paragraph or table (where the summary used to be), inert text
     makes no link, no image and no tag."""
-    from autograder.feedback import inert, to_html
+    from autograder.feedback.pages import inert, to_html
     evil = "[x](javascript:alert(1)) ![t](http://evil.invalid/t.png) <i>tag</i> **bold**"
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell(f"Error: {inert(evil)}"),
@@ -422,14 +424,14 @@ def test_inert_text_stays_text_wherever_markdown_puts_it():
 
 
 def test_maths_is_typeset_offline_and_code_spans_are_left_alone():
-    from autograder.feedback import typeset
+    from autograder.feedback.pages import typeset
     out = typeset(r"The softmax $e^{z_i} / \sum_j e^{z_j}$, `echo $HOME $PATH` and $$x^2$$.")
     assert out.count("<math") == 2 and "`echo $HOME $PATH`" in out
     assert 'display="block"' in out
 
 
 def test_hint_comes_from_the_error_or_the_visible_test():
-    from autograder.feedback import hint_of
+    from autograder.feedback.pages import hint_of
     assert hint_of("x = 1", "AssertionError: wrong\nHint: reread Part I") == "reread Part I"
     assert hint_of("hint = 'reread Part II'\nassert f()", "AssertionError") == "reread Part II"
     assert hint_of("assert f()", "AssertionError") == ""

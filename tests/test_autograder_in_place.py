@@ -4,15 +4,15 @@ An outside review created ``first_failed_check = {}`` in one answer cell and fil
 ``first_failed_check.update(...)`` in Exercise 14's cell: stock ``nbgrader autograde`` gave the 8
 Exercise 14 tests their 3 points, this grader none, because only names bound to a new object were
 sent to the tests.  Now a cell's values are compared with what the tests last received
-(``student.Answers.changes``), and a test that reads an answer's global sees what a call of the
-answer's functions changed (``tester.TrustedCells.watch_names``).
+(``inside.student.StudentNamespace.changes``), and a test that reads an answer's global sees what a call of the
+answer's functions changed (``inside.trusted_namespace.TrustedNamespace.watch_names``).
 """
 from pathlib import Path
 
 import pytest
 
 from autograder.cells import grade_id
-from autograder.engine import grade_notebook, load, replace_cell
+from autograder.run.engine import grade_notebook, load, replace_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "solutions" / "lecture-ReAct-exercises" / "lecture-ReAct-exercises.ipynb"

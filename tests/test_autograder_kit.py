@@ -1,8 +1,9 @@
-"""The grader's kit (autograder/kit.py): built once per content, one build at a time."""
+"""The grader's kit (autograder/sandbox/kit.py): built once per content, one build at a time."""
 import threading
 import time
 
-from autograder import kit, paths
+from autograder import paths
+from autograder.sandbox import kit
 
 
 def test_threads_that_ask_for_a_new_kit_at_once_build_it_one_at_a_time(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Whose upload is it, against hostile names (autograder/lms.py; the outside red team's findings:
+"""Whose upload is it, against hostile names (autograder/instructor/lms.py; the outside red team's findings:
 "LMS ids misread, honest grades replaced").
 
 Each LMS writes part of a download's names from free text: Canvas from the student's sortable
@@ -8,7 +8,7 @@ username (both may hold ``_``). These tests put another student's id, ``LATE``, 
 ``attempt_``, ``assignsubmission_file``, other digits, Unicode and very long text there, and
 require that an upload is never given to another student: it is read as its own student's, or
 refused ("ambiguous name", not graded for anyone). Honest names of every layout keep the keys
-they had. Layouts and sources: autograder/lms.py and autograder/README.md.
+they had. Layouts and sources: autograder/instructor/lms.py and autograder/README.md.
 """
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ import tracemalloc
 import nbformat
 import pytest
 
-from autograder import grade, lms
-from autograder.engine import load, replace_cell
-from autograder.release import generate
-from autograder.submissions import discover
+from autograder.instructor import grade, lms
+from autograder.run.engine import load, replace_cell
+from autograder.instructor.release import generate
+from autograder.instructor.submissions import discover
 from test_autograder_submissions import KNOWN, TINY
 
 owner = lms.owner

@@ -19,11 +19,12 @@ import nbformat
 import pytest
 from nbgrader.api import MissingEntry
 
-from autograder import engine, export, grade
-from autograder.feedback import feedback_notebook, to_html
-from autograder.gradebook import CourseGradebook
-from autograder.safecsv import SafeCsvExportPlugin
-from autograder.submissions import Submission
+from autograder.run import engine
+from autograder.instructor import export, grade
+from autograder.feedback.pages import feedback_notebook, to_html
+from autograder.instructor.gradebook import CourseGradebook
+from autograder.instructor.safecsv import SafeCsvExportPlugin
+from autograder.instructor.submissions import Submission
 from test_autograder_gradebook import (TINY, Fake, course, put, released, released_text, rows,
                                        set_hand_grade, solution_nb, text)
 
@@ -235,5 +236,5 @@ def test_the_feedback_page_says_not_graded_instead_of_a_score():
 def test_which_rows_were_graded(failure, graded):
     """Scored work keeps its numbers (a timeout, a kernel that died, an unknown failure after
     the answers ran); only what never reached a verdict on the work is blank."""
-    from autograder.reasons import graded as was_graded
+    from autograder.instructor.reasons import graded as was_graded
     assert was_graded({"failure": failure}) is graded

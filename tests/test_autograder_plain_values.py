@@ -5,14 +5,14 @@ variable no test reads costs nothing, a number of any numpy dtype arrives as it 
 as in the student's own kernel), a reply too large or that JSON cannot write fails its one test.
 A failed test's error is written from plain data, without asking the student process (which may
 have stopped answering).  The attacks on ``repeat`` are hostile entries
-(``autograder/hostile/repeat_*.py``); the channel's own checks are in test_autograder_channel.py.
+(``autograder/proofs/hostile/repeat_*.py``); the channel's own checks are in test_autograder_channel.py.
 """
 from pathlib import Path
 
 import pytest
 
 from autograder import cells, paths
-from autograder.engine import grade_notebook, load, replace_cell
+from autograder.run.engine import grade_notebook, load, replace_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
@@ -56,7 +56,7 @@ def test_a_failed_tests_error_never_asks_the_student_process(state):
     # the error holds the student's function; the student process ends when asked anything but
     # a call: writing the error must not ask it (before: "grader error", no later test graded)
     cell = ('import os, sys\n'
-            '_link = sys.modules.get("autograder.student")\n'
+            '_link = sys.modules.get("autograder.inside.student")\n'
             'if _link is not None:\n'
             '    _serve = _link.StudentLink.serve\n'
             '    def _serve_calls_only(self, m):\n'

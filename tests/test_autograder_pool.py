@@ -1,4 +1,4 @@
-"""The pool's processes (autograder/pool.py, autograder/trusted.py): a trusted process goes on
+"""The pool's processes (autograder/run/pool.py, autograder/run/processes.py): a trusted process goes on
 to the next submission, grading each in a forked child, with nothing of the last one left; a
 student process never goes on."""
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from autograder import paths
-from autograder.engine import grade_notebook, load, replace_cell
-from autograder.pool import ProcessPool
+from autograder.run.engine import grade_notebook, load, replace_cell
+from autograder.run.pool import ProcessPool
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"

@@ -8,7 +8,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 from autograder import paths  # noqa: E402
-from autograder.release import release  # noqa: E402
+from autograder.instructor.release import release  # noqa: E402
 
 TINY = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
 pytestmark = pytest.mark.slow
@@ -69,8 +69,8 @@ def test_in_ci_a_missing_source_notebook_is_a_failure(course, monkeypatch):
 
 
 def test_stub_source_names_the_function_or_the_variables():
-    from autograder.engine import stub
-    from autograder.release import stub_message, stub_source
+    from autograder.run.engine import stub
+    from autograder.instructor.release import stub_message, stub_source
 
     lab = {"cell_type": "code", "metadata": {"nbgrader": {"solution": True, "grade_id": "f"}},
            "source": "def softmax(z):\n    \"\"\"doc\"\"\"\n    ### BEGIN SOLUTION\n    return z\n"

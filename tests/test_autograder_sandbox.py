@@ -15,8 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from autograder import sandbox  # noqa: E402
-from autograder.engine import grade_notebook, load, replace_cell  # noqa: E402
+from autograder.sandbox import launch as sandbox  # noqa: E402
+from autograder.run.engine import grade_notebook, load, replace_cell  # noqa: E402
 
 TINY = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"
 
@@ -145,7 +145,7 @@ def survivors(marker: str) -> list:
 
 def hostile(name: str, hold: float = 60) -> str:
     """A hostile catalogue entry as a script that then keeps its run alive (as a kernel does)."""
-    text = (ROOT / "autograder" / "hostile" / f"{name}.py").read_text()
+    text = (ROOT / "autograder" / "proofs" / "hostile" / f"{name}.py").read_text()
     return text + f"\nimport time as _t\n_t.sleep({hold})\n"
 
 
@@ -238,7 +238,7 @@ def test_require_sandbox_env_turns_the_fallback_into_an_error(monkeypatch, tmp_p
 
 
 def test_hostile_catalogue_is_complete_and_labelled():
-    folder = ROOT / "autograder" / "hostile"
+    folder = ROOT / "autograder" / "proofs" / "hostile"
     names = {p.stem for p in folder.glob("*.py")}
     assert {"infinite_loop", "sys_exit", "os_exit", "memory_bomb", "fork_bomb", "huge_output",
             "always_equal", "input_transformer", "patch_checks", "read_solutions",
@@ -424,7 +424,7 @@ def test_the_wall_clock_kills_the_whole_run(tmp_path, cgroups):
 
 CRASHING_GRADER = """\
 import subprocess, sys
-from autograder import sandbox
+from autograder.sandbox import launch as sandbox
 run = sandbox.launch(sandbox.Path({kit!r}), sys.executable, [{marker!r}], mode="off")
 run.popen(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
 print(run.group.name, flush=True)
@@ -434,7 +434,7 @@ os._exit(0)                                        # the grader dies without cle
 
 
 def test_groups_left_by_a_crashed_grader_are_swept(tmp_path, cgroups):
-    from autograder import cgroup
+    from autograder.sandbox import cgroup
     marker = f"lreact-test-{uuid.uuid4().hex}"
     kit = tmp_path / "kit"
     kit.mkdir()
@@ -482,7 +482,7 @@ def test_groups_made_and_removed_by_many_runs_at_once_never_collide(cgroups):
     # the last run of any grader removes the shared parent folder while another run makes it
     # again: CI once saw "File exists" there (Path.mkdir(exist_ok=True) re-checks after EEXIST)
     from concurrent.futures import ThreadPoolExecutor
-    from autograder import cgroup
+    from autograder.sandbox import cgroup
     backend, limits = cgroup.backend(), cgroup.Limits(1.0, 256 << 20, 64)
 
     def one(_):
@@ -499,7 +499,7 @@ def test_groups_made_and_removed_by_many_runs_at_once_never_collide(cgroups):
 
 def test_cgroup_v2_is_found_and_limits_written_as_the_kernel_expects(tmp_path):
     # a pure cgroup v2 machine, faked: /proc/self/{cgroup,mountinfo} and the cgroup folder
-    from autograder import cgroup
+    from autograder.sandbox import cgroup
     proc, mount = tmp_path / "proc", tmp_path / "cg"
     (mount / "grader.slice").mkdir(parents=True)
     proc.mkdir()
@@ -528,7 +528,7 @@ def test_cgroup_v2_is_found_and_limits_written_as_the_kernel_expects(tmp_path):
 
 def test_the_cgroup_wrapper_fails_closed(tmp_path):
     # if the move into the group fails, the command must not run at all
-    from autograder import cgroup
+    from autograder.sandbox import cgroup
     b = cgroup.Backend("cgroup v2", (cgroup.Hierarchy(2, frozenset(), tmp_path / "none"),))
     g = cgroup.RunGroup.__new__(cgroup.RunGroup)
     g.dirs = [(b.hierarchies[0], tmp_path / "none" / "run-x")]
@@ -539,7 +539,7 @@ def test_the_cgroup_wrapper_fails_closed(tmp_path):
 # --- saying plainly what is not protected ----------------------------------------------------
 
 def test_without_cgroups_the_grader_says_once_what_is_unprotected(monkeypatch, tmp_path, capsys):
-    from autograder import cgroup
+    from autograder.sandbox import cgroup
     monkeypatch.setattr(cgroup, "backend", lambda: cgroup.Backend("", problem="TEST: no cgroups"))
     monkeypatch.setattr(sandbox, "_once", sandbox._Once())
     monkeypatch.delenv("LREACT_REQUIRE_SANDBOX", raising=False)

@@ -1,5 +1,5 @@
 """Whose upload is it (issue 16, point 3): LMS exports read by their unique id, and two uploads
-of one student and assignment never resolved silently. Layouts: autograder/lms.py."""
+of one student and assignment never resolved silently. Layouts: autograder/instructor/lms.py."""
 import functools
 import shutil
 import zipfile
@@ -8,11 +8,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grade
-from autograder.engine import load, replace_cell
-from autograder.lms import owner, owners
-from autograder.release import generate
-from autograder.submissions import assignments, discover
+from autograder.instructor import grade
+from autograder.run.engine import load, replace_cell
+from autograder.instructor.lms import owner, owners
+from autograder.instructor.release import generate
+from autograder.instructor.submissions import assignments, discover
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "autograder"

@@ -1,4 +1,4 @@
-"""The wrong-answer catalogue (autograder/catalogue.py): edits of the solution cell that apply
+"""The wrong-answer catalogue (autograder/proofs/catalogue.py): edits of the solution cell that apply
 exactly, fail loudly when they do not, and read as one mistake each."""
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import catalogue, paths
-from autograder.catalogue import CatalogueError, apply_edit, make_edit, parse_hunks
+from autograder import paths
+from autograder.proofs import catalogue
+from autograder.proofs.catalogue import CatalogueError, apply_edit, make_edit, parse_hunks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,7 +69,7 @@ def test_solution_text_drops_the_marker_lines_only():
 
 
 def test_a_stale_entry_names_its_file(tmp_path):
-    folder = tmp_path / "autograder" / "wrong_answers" / "tiny"
+    folder = tmp_path / "autograder" / "proofs" / "wrong_answers" / "tiny"
     folder.mkdir(parents=True)
     (folder / "double__stale.edit").write_text("# WRONG: a line the solution no longer has\n"
                                                "-    return 3 * x\n+    return x\n")

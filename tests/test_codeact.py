@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lreact import codeact
-from lreact.codeact import run_python, weather_prelude
+from lreact.actions import codeact
+from lreact.actions.codeact import run_python, weather_prelude
 from lreact.tools import WEATHER
 
 MODES = ["auto", "off"]      # bubblewrap where it works, and the limits-only fallback
@@ -193,7 +193,7 @@ def test_a_long_error_output_keeps_its_end():
 def test_uid_leases_never_give_one_uid_to_two_holders(tmp_path):
     # two lease tables on one folder stand for two processes (two graders, or a grader and a
     # notebook): an flock on the uid's file is what keeps them apart
-    from lreact.codeact import UidLeases
+    from lreact.actions.codeact import UidLeases
     a, b = UidLeases(64990, 64992, tmp_path), UidLeases(64990, 64992, tmp_path)
     taken = {a.take(), a.take(), a.take()}
     assert taken == {64990, 64991, 64992}

@@ -1,4 +1,4 @@
-"""The context budget counted by the engine and the prompt cache (lreact/context_budget.py;
+"""The context budget counted by the engine and the prompt cache (lreact/views/context_budget.py;
 lecture Part IV, "The context budget"; second lab, Part D.2's methods table).
 
 Offline: the estimate-only view, the plain message without a model, the counts read from an
@@ -15,9 +15,10 @@ import types
 import httpx
 import pytest
 
-from lreact import OllamaLLM, ScriptedLLM, context_budget, methods
+from lreact import OllamaLLM, ScriptedLLM
+from lreact.views import context_budget, methods
 from lreact.chatml import render_chatml
-from lreact.models import ModelError
+from lreact.engines.models import ModelError
 from lreact.tools import REGISTRY
 from lreact.traces import context_tokens, model_calls, multi_tool_trace
 from test_embedded import MODEL, real_model
@@ -83,7 +84,7 @@ def test_openai_usage_with_and_without_the_engines_extras():
 
 @pytest.fixture(scope="module")
 def llm():
-    from lreact.embedded import EmbeddedLLM
+    from lreact.engines.embedded import EmbeddedLLM
 
     return EmbeddedLLM(MODEL, timeout=300)
 

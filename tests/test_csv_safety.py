@@ -1,5 +1,5 @@
 """Every CSV the grader writes is inert in a spreadsheet (issue 16, point 6; OWASP's CSV
-injection rule, autograder/safecsv.py), while the scores stay numbers."""
+injection rule, autograder/instructor/safecsv.py), while the scores stay numbers."""
 import csv
 import io
 import os
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grade, safecsv
-from autograder.submissions import assignments
+from autograder.instructor import grade, safecsv
+from autograder.instructor.submissions import assignments
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "autograder"
@@ -39,7 +39,8 @@ def test_grade_sheet_cells_from_students_are_inert_and_scores_stay_numbers(tmp_p
     rows = list(csv.reader(io.StringIO(raw, newline="")))
     assert rows[0][:2] == ["student", "assignment"]
     students = [r[0] for r in rows[1:]]
-    assert students == ["'" + p for p in PAYLOADS] + ["dana"]
+    # a leading quote on each; a tab is a separator too, so what follows it is quoted as well
+    assert students == ["'" + p.replace("\t=", "\t'=") for p in PAYLOADS] + ["dana"]
     assert all(_inert(c) for r in rows for c in r if not _number(c))
     assert rows[-1][-1] == "'=1+1"                        # the reason column too
     # scores are the grader's numbers: written bare, -1 stays the number -1, 0.5 stays 0.5
@@ -56,12 +57,12 @@ def _number(text: str) -> bool:
 
 
 def test_a_separator_inside_a_name_cannot_start_a_new_cell(tmp_path):
-    """A spreadsheet that splits on ';' (some locales) must still see one cell: text is
-    always quoted."""
+    """Text is always quoted (one cell for a reader that honours quotes), and the part after a
+    separator is inert too (a spreadsheet that splits on ';' anyway)."""
     out = tmp_path / "grades.csv"
     grade.write_csv([_record("a;=1+1")], KNOWN, out)
     line = out.read_text(encoding="utf-8").splitlines()[1]
-    assert line.startswith('"a;=1+1",')
+    assert line.startswith('"a;\'=1+1",')
 
 
 @pytest.mark.parametrize("value, written", [
@@ -100,4 +101,22 @@ def test_the_course_folder_selects_the_safe_exporter():
     from traitlets.config.loader import PyFileConfigLoader
     root = Path(__file__).resolve().parents[1]
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    assert config.ExportApp.plugin_class == "autograder.safecsv.SafeCsvExportPlugin"
+    assert config.ExportApp.plugin_class == "autograder.instructor.safecsv.SafeCsvExportPlugin"
+
+
+def _fields_as_split_by(text: str, sep: str) -> list:
+    """Every field as a spreadsheet opened with another separator splits it: at ``sep``,
+    quotes or not (LibreOffice and Excel in a ``;`` locale did, in an outside review)."""
+    return [f.strip(' "') for line in text.splitlines() for f in line.split(sep)]
+
+
+@pytest.mark.parametrize("sep", [";", "\t", ","])
+def test_no_field_starts_a_formula_whatever_the_separator(tmp_path, sep):
+    names = ["x;=1+1;y", "x,=1+1,y", "x\t@SUM(1)", 'x; "=HYPERLINK(1)', "a;-2+3", "x;+1",
+             "dana;'=1", "Smith-Jones; Lee", "plain text"]
+    path = tmp_path / "out.csv"
+    safecsv.write(path, ["name", "score"], [[n, 3] for n in names])
+    for field in _fields_as_split_by(path.read_text(encoding="utf-8"), sep):
+        assert not field.startswith(("=", "+", "-", "@")), (sep, field)
+    rows = list(csv.reader(path.open(encoding="utf-8")))
+    assert [r[0] for r in rows[1:]][-2:] == ["Smith-Jones; Lee", "plain text"]   # honest: as is

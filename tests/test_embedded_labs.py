@@ -15,8 +15,8 @@ import nbformat
 import pytest
 
 import lreact
-from lreact import (AssistantMessage, ModelError, SystemMessage, ToolCall, ToolResultMessage,
-                    UserMessage, engine_text)
+from lreact import (AssistantMessage, ModelError, SystemMessage, ToolCall, ToolResultMessage, UserMessage)
+from lreact.engines import engine_text
 from lreact.tools import TOOLS
 from test_embedded import ROOT, embedded_env, real_model  # noqa: F401 (a fixture)
 

@@ -180,7 +180,7 @@ def test_binder_postbuild_installs_pulls_and_stops_the_server(tmp_path):
                    timeout=30, check=True, cwd=ROOT)
     record = (tmp_path / "record.txt").read_text().splitlines()
     assert record[0] == f"python -m pip install --no-deps -e {BINDER}/.."
-    assert record[1].startswith("python -m lreact.gguf")   # the embedded backend's model
+    assert record[1].startswith("python -m lreact.engines.gguf")   # the embedded backend's model
     commands = [" ".join(line.split()[:2]) for line in record[2:]]
     assert commands == ["ollama serve", "ollama list", "ollama pull", "ollama list"]
     pulls = [line for line in record if line.startswith("ollama pull ")]

@@ -6,7 +6,7 @@ wrong answer costs, the carry-forward of Exercise 6(b) included), and each test 
 check (``lreact.answercheck``: right or "not yet", from an answer key of salted digests made by
 ``python -m lreact.answercheck`` from the hidden tests) agrees with its hidden test on the
 solution, on right answers in other forms and on every catalogued wrong answer.  The ``slow`` ones
-grade with ``autograder.engine``: the source earns every autograded point, the released stubs earn
+grade with ``autograder.run.engine``: the source earns every autograded point, the released stubs earn
 none, every catalogued wrong answer loses exactly its ``LOSES`` cells, and answer cells that shadow
 builtins or patch jsonschema gain nothing.
 """
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 ASSIGNMENT = "lecture-ReAct-exercises"
 SOURCE = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-WRONG = ROOT / "autograder" / "wrong_answers" / ASSIGNMENT
+WRONG = ROOT / "autograder" / "proofs" / "wrong_answers" / ASSIGNMENT
 
 
 def meta(cell):
@@ -51,7 +51,7 @@ def grading_cells(nb, gid):
 
 
 class _Wrong:
-    """A catalogue entry (autograder/catalogue.py) seen like a file: its name and full cell."""
+    """A catalogue entry (autograder/proofs/catalogue.py) seen like a file: its name and full cell."""
 
     def __init__(self, entry):
         self.stem, self.name, self._source = entry.path.stem, entry.path.name, entry.source
@@ -64,7 +64,7 @@ class _Wrong:
 
 
 def catalogue():
-    from autograder import catalogue as wrong_answers
+    from autograder.proofs import catalogue as wrong_answers
     return [_Wrong(e) for e in wrong_answers.entries(ASSIGNMENT)]
 
 
@@ -355,7 +355,7 @@ def test_right_answers_in_other_forms_pass_every_visible_check(nb, solved):
 # --- grading proofs (execute the notebook) --------------------------------------------------
 
 def _grade(nb):
-    from autograder.engine import grade_notebook
+    from autograder.run.engine import grade_notebook
     return grade_notebook(ASSIGNMENT, nb, timeout=60)
 
 
@@ -388,7 +388,7 @@ def _rounds():
 @pytest.mark.slow
 @pytest.mark.parametrize("round_", range(len(_rounds())))
 def test_every_catalogued_wrong_answer_loses_marks_on_its_own_tests(round_):
-    from autograder.engine import load, replace_cell
+    from autograder.run.engine import load, replace_cell
     nb = load(SOURCE)
     entries = _rounds()[round_]
     for f in entries:
@@ -417,7 +417,7 @@ class _AlwaysEqual(str):
 
 @pytest.fixture(scope="module")
 def first_wrong_answers():
-    from autograder.engine import load, replace_cell
+    from autograder.run.engine import load, replace_cell
     first = {}
     for f in catalogue():
         first.setdefault(f.stem.split("__")[0], f.read_text())
@@ -432,7 +432,7 @@ def first_wrong_answers():
 def test_shadowing_builtins_in_an_answer_cell_gains_nothing(fake, first_wrong_answers):
     """Wrong answers plus global names that shadow builtins (the engine does not restore the
     user namespace) score no more than the wrong answers alone."""
-    from autograder.engine import load, replace_cell
+    from autograder.run.engine import load, replace_cell
     first, base = first_wrong_answers
     shadowed = load(SOURCE)
     for gid, src in first.items():
@@ -447,7 +447,7 @@ def test_shadowing_builtins_in_an_answer_cell_gains_nothing(fake, first_wrong_an
 @pytest.mark.slow
 def test_patching_jsonschema_does_not_earn_the_schema_points():
     """A wrong schema plus a patched validator that accepts everything earns nothing."""
-    from autograder.engine import load, replace_cell
+    from autograder.run.engine import load, replace_cell
     wrong = next(f.read_text() for f in catalogue() if f.stem == "ex13_tool_schema__amount_integer")
     patch = ("\nimport jsonschema.validators as _v\n"
              "for _cls in (_v.Draft202012Validator, _v.Draft7Validator, _v.Draft4Validator):\n"
@@ -520,7 +520,7 @@ currency_tool = {"type": "function", "function": {
 
 @pytest.mark.slow
 def test_right_answers_in_other_forms_earn_full_marks():
-    from autograder.engine import load, replace_cell
+    from autograder.run.engine import load, replace_cell
     nb = load(SOURCE)
     for gid, src in OTHER_FORMS.items():
         nb = replace_cell(nb, gid, src)

@@ -1,5 +1,5 @@
 """Student text is inert in the pages nbgrader's formgrader shows the instructor (issue 16,
-point 5; autograder/README.md, "Hand grading"; autograder/formgrade_inert.py).
+point 5; autograder/README.md, "Hand grading"; autograder/instructor/formgrade_inert.py).
 
 A hostile submission puts one attack in each of its own markdown answers (raw HTML, handlers,
 ``javascript:`` links written as HTML, as markdown, as an autolink, behind a character
@@ -140,7 +140,7 @@ def make_course(tmp_path: Path) -> Path:
 
 def record_hostile(root: Path) -> Path:
     """``grade``'s gradebook step for the attacker; the autograded/ notebook it wrote."""
-    from autograder.gradebook import CourseGradebook
+    from autograder.instructor.gradebook import CourseGradebook
     book = CourseGradebook(root)
     source = root / "solutions" / AID / f"{AID}.ipynb"
     nb = nbformat.read(source, as_version=4)
@@ -309,7 +309,7 @@ def test_formgrader_makes_a_verbatim_copy_inert_as_it_renders(hostile, formgrade
     ("```Mermaid\n<b>x</b>\n```", "mermaid"),
 ])
 def test_what_counts_as_plain_markdown(markdown, why):
-    from autograder.formgrade_inert import inert_markdown, problems
+    from autograder.instructor.formgrade_inert import inert_markdown, problems
     found = problems(markdown)
     if why is None:
         assert found == [] and inert_markdown(markdown) == markdown
@@ -321,7 +321,7 @@ def test_what_counts_as_plain_markdown(markdown, why):
 
 
 def test_text_shown_as_text_cannot_close_its_own_fence():
-    from autograder.formgrade_inert import _parser, inert_markdown
+    from autograder.instructor.formgrade_inert import _parser, inert_markdown
     attack = "<b>x</b>\n~~~\n~~~~~~~~\n<script>alert(1)</script>\n```\n"
     shown = inert_markdown(attack)
     blocks = [t for t in _parser().parse(shown)[0] if t["type"] == "block_code"]
@@ -380,7 +380,7 @@ def test_nothing_runs_in_chromium_on_the_real_formgrader_page(hostile, tmp_path)
     except ImportError:
         _require_or_skip("the playwright package is not installed (requirements-test.txt)")
     root = hostile
-    from autograder.gradebook import CourseGradebook
+    from autograder.instructor.gradebook import CourseGradebook
     with CourseGradebook(root).open() as gb:
         sid = gb.find_submission_notebook(AID, AID, "mallory").id
     elsewhere, dialogs = [], []
@@ -418,7 +418,7 @@ def test_nothing_runs_in_chromium_on_the_real_formgrader_page(hostile, tmp_path)
 
 def test_formgrader_at_the_repository_root_renders_with_both_layers(formgrader, tmp_path):
     """``make formgrader``: the repository's own nbgrader_config.py reaches the exporter."""
-    from autograder.formgrade_inert import InertStudentWork
+    from autograder.instructor.formgrade_inert import InertStudentWork
     exporter, _ = formgrader(ROOT, tmp_path / "config")
     assert exporter.sanitize_html is True
     assert InertStudentWork in exporter.preprocessors

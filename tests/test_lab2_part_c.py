@@ -10,7 +10,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
-CATALOGUE = ROOT / "autograder" / "wrong_answers" / "lecture-ReAct-lab2"
+CATALOGUE = ROOT / "autograder" / "proofs" / "wrong_answers" / "lecture-ReAct-lab2"
 GRADED = {"format_error": 3, "repeat_count": 2, "run_agent_hardened": 8, "compact_history": 4}
 
 
@@ -115,7 +115,7 @@ def test_the_notebooks_small_model_replies_are_the_fixtures(nb):
     ns = {}
     exec(cell.split("for what, reply")[0], ns)
     texts = [text for _, text in ns["SMALL_MODEL_REPLIES"]]
-    from lreact import recordings    # rows read from a recorded real run (issue 18 §5)
+    from lreact.views import recordings  # rows read from a recorded real run (issue 18 §5)
 
     known = {r["text"] for r in fixtures} | {recordings.reply_text(n) for n in recordings.names()}
     assert set(texts) <= known

@@ -76,7 +76,7 @@ def test_the_student_version_has_stubs_that_name_their_function():
 
 
 def test_catalogue_has_at_least_three_wrong_answers_per_function_and_they_apply():
-    from autograder import catalogue
+    from autograder.proofs import catalogue
 
     entries = [e for e in catalogue.entries("lecture-ReAct-lab2") if e.grade_id in GRADED]
     for name in GRADED:

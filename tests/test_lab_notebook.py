@@ -36,7 +36,7 @@ from lreact.tools import REGISTRY, TOOLS
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "lecture-ReAct-lab"
 SOURCE = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-WRONG = ROOT / "autograder" / "wrong_answers" / ASSIGNMENT
+WRONG = ROOT / "autograder" / "proofs" / "wrong_answers" / ASSIGNMENT
 NO_OLLAMA = "http://127.0.0.1:9"  # the discard port: connections are refused at once
 
 CONTRACT = {
@@ -325,7 +325,7 @@ def test_generate_constrained_leaves_eos_out_as_the_lecture_does(solution):
 # --- the catalogue of wrong answers --------------------------------------------------------
 
 def _wrong_entries():
-    from autograder import catalogue
+    from autograder.proofs import catalogue
     return catalogue.entries(ASSIGNMENT)
 
 
@@ -358,7 +358,7 @@ def test_wrong_answer_is_well_formed_and_runs(entry, solution):
 
 
 def test_tests_and_demo_cells_take_references_from_private_copies():
-    """The public reference functions are disabled while grading (autograder/runner.py): the
+    """The public reference functions are disabled while grading (autograder/inside/runner.py): the
     lab's other cells must take them from lreact.labchecks.reference, and bind no name that a
     later answer could call."""
     public = re.compile(r"from lreact\.(sampling|chatml) import [^\n]*\b(softmax|temperature_softmax|"
@@ -381,7 +381,8 @@ def test_every_test_cell_grades_its_own_function_alone(assignment):
     """The static half of the no-cascade proof (the graded half: tests/test_selfcheck_grading.py):
     no test cell reads another answer's name, and every call of a function that builds on
     another graded one passes the course's collaborator (its ``..._fn`` keyword parameters)."""
-    from autograder import cells, selfcheck
+    from autograder import cells
+    from autograder.proofs import selfcheck
 
     nb = cells.load(ROOT / "solutions" / assignment / f"{assignment}.ipynb")
     assert selfcheck.collaborator_gaps(nb) == []

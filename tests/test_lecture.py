@@ -1,4 +1,4 @@
-"""The lecture notebooks and their helpers (lreact.widgets, lreact.figures, lreact.traces).
+"""The lecture notebooks and their helpers (lreact.views.widgets, lreact.views.figures, lreact.traces).
 
 - every notebook in lectures/ runs top to bottom headless (nbclient), with no Ollama reachable,
   without errors and without anything on stderr;
@@ -108,7 +108,7 @@ def _find(widget, cls):
 
 def test_temperature_explorer_redraws_on_slider_change():
     import ipywidgets as w
-    from lreact import widgets
+    from lreact.views import widgets
 
     box = widgets.temperature_explorer()
     slider = _find(box, w.FloatSlider)[0]
@@ -126,7 +126,7 @@ def test_temperature_explorer_redraws_on_slider_change():
 
 def test_temperature_plot_limits():
     from matplotlib.figure import Figure
-    from lreact import examples, figures
+    from lreact.views import examples, figures
 
     ax = Figure().add_subplot()
     plot = figures.TemperaturePlot(ax, examples.WEATHER_20, 1.0)
@@ -141,7 +141,7 @@ def test_temperature_plot_limits():
 
 
 def test_truncation_figure_titles_report_kept_counts():
-    from lreact import figures
+    from lreact.views import figures
 
     fig = figures.truncation_figure(k=5, p=0.9, T=1.0)
     titles = [ax.get_title() for ax in fig.axes]
@@ -156,7 +156,7 @@ def test_truncation_figure_titles_report_kept_counts():
 
 def test_truncation_explorer_reacts_to_each_slider():
     import ipywidgets as w
-    from lreact import widgets
+    from lreact.views import widgets
 
     box = widgets.truncation_explorer()
     image = _find(box, w.Image)[0]
@@ -194,7 +194,8 @@ def so_far(page):
 
 def test_constrained_stepper_buttons():
     import ipywidgets as w
-    from lreact import grammar, widgets
+    from lreact import grammar
+    from lreact.views import widgets
 
     seed = 3
     box = widgets.constrained_decoding_stepper(seed=seed)
@@ -228,7 +229,7 @@ def test_constrained_stepper_buttons():
 
 def test_context_budget_explorer_steps_through_calls():
     import ipywidgets as w
-    from lreact import widgets
+    from lreact.views import widgets
 
     box = widgets.context_budget_explorer()
     run = _find(box, w.Dropdown)[0]
@@ -251,7 +252,7 @@ def test_context_budget_explorer_steps_through_calls():
 
 
 def test_qwen_cell_without_server_says_so(monkeypatch, capsys):
-    from lreact import widgets
+    from lreact.views import widgets
 
     monkeypatch.setenv("OLLAMA_HOST", NO_OLLAMA)
     assert widgets.qwen_logprobs_explorer() is None
@@ -261,7 +262,7 @@ def test_qwen_cell_without_server_says_so(monkeypatch, capsys):
 
 def test_sampling_explorer_on_given_logprobs():
     import ipywidgets as w
-    from lreact import widgets
+    from lreact.views import widgets
 
     tokens = [f"t{i}" for i in range(20)]
     box = widgets.sampling_explorer(tokens, -np.arange(20.0) / 3, prompt="x")
@@ -373,7 +374,8 @@ def test_figure_script_writes_every_linked_figure(tmp_path):
 def test_qwen_cell_with_a_model_shows_the_sliders(monkeypatch, capsys):
     """With a server and the model (faked here), the cell shows the real top-20 with sliders."""
     import ipywidgets as w
-    from lreact import models, setup, widgets
+    from lreact.engines import models, setup
+    from lreact.views import widgets
 
     report = setup.SetupReport(model="qwen2.5:7b", host="http://fake", server=True,
                                model_pulled=True, tools_supported=True)
@@ -426,7 +428,7 @@ def test_every_label_of_every_lecture_figure_is_inside_its_frame():
 
 
 def test_temperature_label_stays_inside_the_frame_at_every_temperature():
-    from lreact import canvas, examples, figures
+    from lreact.views import canvas, examples, figures
 
     for dist in examples.DISTRIBUTIONS.values():
         fig = canvas.new_figure(7.5, 4.0)
@@ -440,7 +442,7 @@ def test_temperature_label_stays_inside_the_frame_at_every_temperature():
 def test_context_budget_bars_show_every_segment_beyond_the_window():
     """A call larger than the window keeps all its segments on the axis, its label after the
     bar (on white, in red), not on top of the bar."""
-    from lreact import canvas, figures
+    from lreact.views import canvas, figures
     from lreact.traces import TRACES, model_calls
 
     history, tools = TRACES["multi-tool run (5 tool calls)"]()
@@ -461,7 +463,8 @@ def test_context_budget_bars_show_every_segment_beyond_the_window():
 
 
 def test_stepper_last_step_says_it_is_finished():
-    from lreact import canvas, figures, grammar
+    from lreact import grammar
+    from lreact.views import canvas, figures
 
     prefix = []
     while not grammar.constrained_step(prefix)["done"]:
@@ -482,7 +485,7 @@ def test_stepper_last_step_says_it_is_finished():
 def test_ollama_text_reencodes_tools_like_the_go_structs_and_adds_the_default_system():
     from lreact import SystemMessage, UserMessage
     from lreact.chatml import render_chatml
-    from lreact.ollama_text import QWEN25_DEFAULT_SYSTEM, ollama_qwen_text
+    from lreact.engines.ollama_text import QWEN25_DEFAULT_SYSTEM, ollama_qwen_text
     tool = {"type": "function", "function": {
         "name": "lookup", "description": "a <b> & c",
         "parameters": {"type": "object", "additionalProperties": False,
@@ -506,7 +509,7 @@ def test_ollama_text_reencodes_tools_like_the_go_structs_and_adds_the_default_sy
 
 
 def test_workload_estimate_follows_the_stated_rule(tmp_path):
-    from lreact import workload
+    from lreact.views import workload
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("word " * 300),
                 nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("y = 2"),

@@ -1,7 +1,7 @@
-"""The per-token probability lens (lreact.lens, issue 18 §2).
+"""The per-token probability lens (lreact.views.lens, issue 18 §2).
 
 - every token text is escaped (a model can write any markup);
-- the recorded reply (lreact/recorded/) names the model file's digest and the engine, and is
+- the recorded reply (lreact/views/recorded/) names the model file's digest and the engine, and is
   what the lens shows without a model;
 - on the real small model, the lens reproduces the recorded reply token for token, and the
   chosen token's rank agrees with its alternatives.
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from lreact import lens
+from lreact.views import lens
 from test_embedded import MODEL, NO_OLLAMA, embedded_env, real_model  # noqa: F401 (a fixture)
 
 
@@ -71,7 +71,7 @@ def test_the_real_model_reproduces_the_recorded_reply(embedded_env):
     recorded = lens.load_recorded()
     if lens.file_digest(MODEL) != recorded["model"]["sha256"]:
         pytest.skip("another model file than the recorded one")
-    from lreact.embedded import EmbeddedLLM
+    from lreact.engines.embedded import EmbeddedLLM
 
     live = lens.read_reply(EmbeddedLLM(MODEL), **lens.SETTINGS)
     assert live["text"] == recorded["text"]

@@ -1,7 +1,7 @@
 """The lab's MCP server and the blocking client, against the real `mcp` SDK over stdio.
 
-No mock: each test talks to `python -m lreact.mcp_server` started as a subprocess by
-`lreact.mcp_client.MCPConnection` (Part III, "Standardising tools: MCP").
+No mock: each test talks to `python -m lreact.actions.mcp_server` started as a subprocess by
+`lreact.actions.mcp_client.MCPConnection` (Part III, "Standardising tools: MCP").
 """
 import json
 import sys
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from lreact.mcp_client import (MCPClientError, MCPConnection, MCPTimeout, ScriptedMCPConnection,
+from lreact.actions.mcp_client import (MCPClientError, MCPConnection, MCPTimeout, ScriptedMCPConnection,
                                format_message)
 from lreact.tools import WEATHER
 

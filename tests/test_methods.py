@@ -1,4 +1,4 @@
-"""ReAct against Act and CoT (lreact/methods.py; second lab, Part D.2, "The loop measured").
+"""ReAct against Act and CoT (lreact/views/methods.py; second lab, Part D.2, "The loop measured").
 
 On scripted completions every count is exact: success, model calls, format errors and the
 engine's token counts summed per run; the observations the runtime writes come from the course's
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lreact import methods
+from lreact.views import methods
 from lreact.textreact import STOP, ScriptedCompletion
 from lreact.tools import REGISTRY, WEATHER, calculate, get_weather
 

@@ -1,4 +1,4 @@
-"""lreact.models: the ``llm(messages, tools) -> AssistantMessage`` protocol, ScriptedLLM, and the
+"""lreact.engines.models: the ``llm(messages, tools) -> AssistantMessage`` protocol, ScriptedLLM, and the
 one place the default model is pinned (OllamaLLM itself: tests/test_ollama_recorded.py)."""
 import json
 

@@ -1,4 +1,4 @@
-"""Part I's widgets on a real model's next-token distribution (lreact.next_token, issue 18 §1).
+"""Part I's widgets on a real model's next-token distribution (lreact.views.next_token, issue 18 §1).
 
 - the real source applies temperature, top-k and top-p exactly as lreact.sampling does, over the
   whole vocabulary, and shows the 20 most probable tokens plus the mass of the rest;
@@ -16,7 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from lreact import next_token, sampling, widgets
+from lreact import sampling
+from lreact.views import next_token, widgets
 from test_embedded import NO_OLLAMA, embedded_env, real_model  # noqa: F401 (a fixture)
 
 

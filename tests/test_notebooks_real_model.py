@@ -231,7 +231,7 @@ def test_lab2_on_a_real_model(backend, tmp_path):
     assert out["c-live-run"].count("-- run_agent returned") == 3, out["c-live-run"]
     assert out["c-live-run"].count("-- run_agent_hardened returned") == 3
     # C.1's recordings replayed (issue 18 §5): unchanged on their own model; a server says why not
-    from lreact import recordings
+    from lreact.views import recordings
     if backend == "embedded":
         assert out["c-drift"].count(": no change (") == len(recordings.names()), out["c-drift"]
     else:

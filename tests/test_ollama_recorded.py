@@ -411,7 +411,7 @@ def test_a_small_models_text_call_reaches_the_harness_unchanged(router):
 # -- the probability lens (issue 18 §2) ------------------------------------------------------------
 
 def test_the_lens_on_ollama_sends_the_raw_qwen_text_and_reads_every_token(router):
-    from lreact import lens, lens_engines
+    from lreact.views import lens, lens_reading as lens_engines
 
     fx, route = replay(router, "generate_lens_logprobs")
     reply = lens_engines.read_reply_engine(make_llm(), lens.LENS_MESSAGES, TOOLS,
@@ -430,7 +430,7 @@ def test_the_lens_on_ollama_sends_the_raw_qwen_text_and_reads_every_token(router
 
 
 def test_the_lens_says_plainly_when_ollama_sends_no_logprobs(router):
-    from lreact import lens, lens_engines
+    from lreact.views import lens, lens_reading as lens_engines
 
     fx = load("generate_lens_logprobs")
     answer = {k: v for k, v in fx["response"]["json"].items() if k != "logprobs"}
@@ -442,7 +442,7 @@ def test_the_lens_says_plainly_when_ollama_sends_no_logprobs(router):
 
 
 def test_the_lecture_lens_goes_live_on_ollama_and_says_so(router, monkeypatch):
-    from lreact import lens
+    from lreact.views import lens
 
     for var, value in (("LREACT_BACKEND", "ollama"), ("LREACT_MODEL", "qwen2.5:7b"),
                        ("OLLAMA_HOST", HOST)):
@@ -457,7 +457,7 @@ def test_the_lecture_lens_goes_live_on_ollama_and_says_so(router, monkeypatch):
 
 
 def test_the_lecture_lens_without_a_server_shows_the_recording_and_why(monkeypatch):
-    from lreact import lens
+    from lreact.views import lens
 
     for var, value in (("LREACT_BACKEND", "ollama"), ("OLLAMA_HOST", "http://127.0.0.1:9")):
         monkeypatch.setenv(var, value)

@@ -10,7 +10,7 @@ import pytest
 import lreact
 from lreact import (AssistantMessage, EngineError, ModelError, OpenAICompatLLM, SystemMessage,
                     ToolCall, ToolResultMessage, UserMessage)
-from lreact.openai_compat import messages_to_openai
+from lreact.engines.openai_compat import messages_to_openai
 from lreact.tools import TOOLS
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "openai"

@@ -274,7 +274,7 @@ def test_a_call_only_turn_goes_out_with_empty_content(plain_engine):
     refused = httpx.post(plain_engine.base + "/chat/completions", timeout=REQUEST_TIMEOUT,
                          json={"model": "m", "messages": wire, "max_tokens": 4})
     assert refused.status_code == 500                # null is refused: what lreact no longer sends
-    from lreact.engine_errors import error_text_of
+    from lreact.engines.engine_errors import error_text_of
     assert error_text_of(refused.json()) == ("invalid request: messages.1.content: Input should "
                                              "be a valid string")
     reply = llm_at(plain_engine, temperature=0, max_tokens=16)(history, TOOLS)
@@ -303,7 +303,7 @@ def test_first_token_log_probabilities(plain_engine):
 def test_the_probability_lens_on_the_engine(plain_engine):
     """The lens (issue 18 §2) on a server: each token's log-probability and the top 5 the engine
     sends, after the <tool_call> prefill; the engine's own text is what the rows spell."""
-    from lreact import lens, lens_engines
+    from lreact.views import lens, lens_reading as lens_engines
 
     reply = lens_engines.read_reply_engine(llm_at(plain_engine), lens.LENS_MESSAGES, TOOLS,
                                            prefill=lens.PREFILL, temperature=0, seed=0,

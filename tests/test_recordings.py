@@ -1,4 +1,4 @@
-"""Recorded real-model runs and the drift check (lreact.recordings, lreact.drift; issue 18 §5).
+"""Recorded real-model runs and the drift check (lreact.views.recordings, lreact.views.drift; issue 18 §5).
 
 - a recording says what it was recorded on (model digest, engine and version, chat template
   digest, the rendered prompt's digest), the request, the settings and the reply; it survives a
@@ -21,7 +21,7 @@ import sys
 import pytest
 from test_embedded import NO_OLLAMA, ROOT, embedded_env, real_model  # noqa: F401 (fixture)
 
-from lreact import drift, lens, recordings
+from lreact.views import drift, lens, recordings
 
 
 @pytest.fixture(params=["lens-smollm2-tool-call", "lab2-c1-smollm2-berlin"])
@@ -98,7 +98,7 @@ def test_no_model_gives_the_plain_message(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LREACT_", "HF_"))}
     env.update(LREACT_BACKEND="embedded", LREACT_FETCH_MODEL="0", HF_HOME=str(tmp_path),
                HF_HUB_OFFLINE="1", OLLAMA_HOST=NO_OLLAMA)
-    run = subprocess.run([sys.executable, "-m", "lreact.drift"], cwd=ROOT, env=env,
+    run = subprocess.run([sys.executable, "-m", "lreact.views.drift"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 2, run.stderr
     assert run.stdout.startswith("Drift check: nothing replayed. No model is configured: ")

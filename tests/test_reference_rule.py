@@ -9,8 +9,8 @@ import nbformat
 import pytest
 
 from autograder import cells, paths
-from autograder.engine import grade_notebook
-from autograder.release import generate
+from autograder.run.engine import grade_notebook
+from autograder.instructor.release import generate
 from lreact import labchecks, reference, sampling
 
 BORROWS = ("import lreact.sampling\n\n"

@@ -3,7 +3,8 @@ a sampler returning ``token - 5`` or ``token + 0.75`` earned 4 of sample_token's
 because ``c[int(token)]`` counted a negative index or a float as a token)."""
 import pytest
 
-from autograder import catalogue, engine
+from autograder.proofs import catalogue
+from autograder.run import engine
 from autograder.cells import load, replace_cell
 from autograder.paths import ROOT, source_path
 

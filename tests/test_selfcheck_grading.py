@@ -1,12 +1,12 @@
 """Selfcheck: every assignment in solutions/ is graded as promised.
 
 For each assignment: the source scores full marks, the unchanged student version scores zero,
-and every wrong answer of its catalogue (``autograder/wrong_answers/<id>/``) runs without error
+and every wrong answer of its catalogue (``autograder/proofs/wrong_answers/<id>/``) runs without error
 in its own cell, loses marks on the tests of that cell, and on no other test cell: a mistake in
 one function costs points in that function's tests only (its callers' tests pass the course's
 version of it, through a ``..._fn`` parameter), unless the entry declares the exception with its
-reason (``# CASCADE: <test>: <reason>``, ``autograder/catalogue.py``).  Every right answer
-(``autograder/right_answers/<id>/``: a literal reading of a task that the model solution does not
+reason (``# CASCADE: <test>: <reason>``, ``autograder/proofs/catalogue.py``).  Every right answer
+(``autograder/proofs/right_answers/<id>/``: a literal reading of a task that the model solution does not
 take) scores full marks.  Each wrong answer is
 graded on the whole notebook after its answer cell (``selfcheck.for_entry``).  Everything is
 graded up front, in parallel (``selfcheck --jobs``), through the real engine and sandbox.
@@ -16,10 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 import nbformat
 import pytest
 
-from autograder import catalogue, cells, engine, selfcheck
+from autograder import cells
+from autograder.proofs import catalogue, selfcheck
+from autograder.run import engine
 from autograder.paths import ROOT, source_path
-from autograder.pool import ProcessPool
-from autograder.release import generate
+from autograder.run.pool import ProcessPool
+from autograder.instructor.release import generate
+import proof_support
 
 pytestmark = [pytest.mark.selfcheck, pytest.mark.slow]
 ASSIGNMENTS = selfcheck.assignments()
@@ -68,7 +71,7 @@ class Grading:
 
     def submit(self, key, aid, nb, source):
         self.futures[key] = self.workers.submit(
-            engine.grade_notebook, aid, nb, selfcheck.HONEST_TIMEOUT, source=source,
+            engine.grade_notebook, aid, nb, proof_support.HONEST_TIMEOUT, source=source,
             pool=self.pool)
 
     def result(self, key):
@@ -89,8 +92,8 @@ def _selected(request):
 
 @pytest.fixture(scope="module")
 def grading(tmp_path_factory, request):
-    g = Grading(selfcheck.state_folder(tmp_path_factory.mktemp("selfcheck-state")),
-                selfcheck.jobs())
+    g = Grading(proof_support.state_folder(tmp_path_factory.mktemp("selfcheck-state")),
+                proof_support.jobs())
     wanted = list(_selected(request))
     for name, aid, entry in wanted:
         src = g.sources[aid]
@@ -198,7 +201,7 @@ def test_the_cascade_proof_sees_a_cascade():
     entry = next(e for e in catalogue.entries(aid) if e.path.stem == "execute_tool_call__name_as_id")
     trimmed = selfcheck.for_entry(src, entry.grade_id)
     r = engine.grade_notebook(aid, engine.replace_cell(src, entry.grade_id, entry.source),
-                              selfcheck.HONEST_TIMEOUT, source=trimmed)
+                              proof_support.HONEST_TIMEOUT, source=trimmed)
     assert set(selfcheck.lost_elsewhere(src, entry.grade_id, r.scores)) == {"test_run_agent"}
 
 
@@ -220,7 +223,7 @@ def test_every_graded_function_has_three_wrong_answers(aid):
 def test_a_cascade_is_declared_with_its_reason(tmp_path):
     """``# CASCADE: <test>: <reason>`` lines after ``# WRONG:`` (catalogue.py): parsed, kept in the
     graded cell as comments, refused without a reason or for the function's own tests."""
-    folder = tmp_path / "autograder" / "wrong_answers" / "tiny"
+    folder = tmp_path / "autograder" / "proofs" / "wrong_answers" / "tiny"
     folder.mkdir(parents=True)
     (tmp_path / "solutions" / "tiny").mkdir(parents=True)
     tiny = ROOT / "tests" / "fixtures" / "autograder" / "solutions" / "tiny" / "tiny.ipynb"

@@ -1,6 +1,6 @@
 """Selfcheck: a class of honest students and every hostile entry, graded together.
 
-Each ``autograder/hostile/<name>.py`` is one answer cell (first line ``# HOSTILE: <assignment>
+Each ``autograder/proofs/hostile/<name>.py`` is one answer cell (first line ``# HOSTILE: <assignment>
 <grade_id>: <what it does>``) put into an otherwise unchanged student version.  The class also
 holds, for every assignment, three honest students (full marks, the stub, every other answer
 right), first graded alone.  Promises checked: every hostile submission scores 0; every honest
@@ -14,9 +14,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cells, paths, sandbox, selfcheck
-from autograder.grade import grade_all
-from autograder.release import generate
+from autograder import cells, paths
+from autograder.sandbox import launch as sandbox
+from autograder.proofs import selfcheck
+from autograder.instructor.grade import grade_all
+from autograder.instructor.release import generate
+import proof_support
 
 pytestmark = [pytest.mark.selfcheck, pytest.mark.slow]
 ENTRIES = [e for e in selfcheck.hostile_entries() if e[1] in selfcheck.assignments()]
@@ -42,7 +45,7 @@ def graded(tmp_path_factory):
         pytest.fail("the hostile class needs bubblewrap (hostile code must never run "
                     "unconfined): " + sandbox.describe())
     tmp = tmp_path_factory.mktemp("hostile")
-    state = selfcheck.state_folder(tmp / "state")
+    state = proof_support.state_folder(tmp / "state")
     klass, alone = tmp / "class", tmp / "alone"
     aids = sorted({e[1] for e in ENTRIES})
     honest = {}
@@ -55,23 +58,23 @@ def graded(tmp_path_factory):
     for name, aid, gid, text in ENTRIES:
         _write(klass / f"hostile_{name}" / aid / f"{aid}.ipynb",
                cells.replace_cell(stubs[aid], gid, text))
-    options = dict(jobs=selfcheck.jobs(), timeout=selfcheck.HOSTILE_TIMEOUT, sandbox="require",
+    options = dict(jobs=proof_support.jobs(), timeout=proof_support.HOSTILE_TIMEOUT, sandbox="require",
                    progress=False, cache=False)
     t0 = time.monotonic()
     alone_records, _ = grade_all(alone, state=paths.State(state.root / "alone"), **options)
     alone_took = time.monotonic() - t0
     protected = [klass, paths.ROOT / "solutions", paths.ROOT / "autograder",
                  paths.STATE_DIR / "cache"]
-    before = selfcheck.digest_tree(*protected)
+    before = proof_support.digest_tree(*protected)
     gradebook = paths.ROOT / "gradebook.db"
     gradebook_before = gradebook.stat().st_mtime if gradebook.exists() else None
-    listener = selfcheck.Listener()
+    listener = proof_support.Listener()
     t0 = time.monotonic()
     records, _ = grade_all(klass, out=tmp / "grades.csv", state=paths.State(state.root / "class"),
                            **options)
     took = time.monotonic() - t0
     listener.close()
-    after = selfcheck.digest_tree(*protected)
+    after = proof_support.digest_tree(*protected)
     summary = {"alone_seconds": round(alone_took), "class_seconds": round(took),
                "records": [{k: r[k] for k in ("student", "assignment", "total", "possible",
                                               "failure")} for r in records]}
@@ -95,7 +98,7 @@ def test_hostile_submission_scores_zero_and_leaks_nothing(graded, name):
     aid = next(e[1] for e in ENTRIES if e[0] == name)
     r = graded["class"][(f"hostile_{name}", aid)]
     assert r["total"] == 0, f"{name} got {r['total']:g}/{r['possible']:g}: {r['scores']}"
-    text = selfcheck.outputs_text(r.get("executed"))
+    text = proof_support.outputs_text(r.get("executed"))
     # a report the entry printed (every one starts a line with LEAK); an interrupted entry's
     # traceback may quote its own print("LEAK ...") source line, which is not a leak
     leaks = [ln for ln in text.splitlines() if ln.startswith("LEAK")]
@@ -103,7 +106,7 @@ def test_hostile_submission_scores_zero_and_leaks_nothing(graded, name):
     whole = json.dumps(r.get("executed"))
     student = nbformat.reads(generate(paths.source_path(aid)), as_version=4)
     shown = "\n".join([c.source for c in student.cells] + [e[3] for e in ENTRIES])
-    leaked = [ln for ln in selfcheck.hidden_lines(cells.load(paths.source_path(aid)), shown)
+    leaked = [ln for ln in proof_support.hidden_lines(cells.load(paths.source_path(aid)), shown)
               if json.dumps(ln)[1:-1] in whole]
     assert not leaked, f"hidden tests in the feedback notebook: {leaked[:2]}"
 

@@ -1,7 +1,7 @@
 """Selfcheck: the committed student versions are exactly what ``release`` generates."""
 import pytest
 
-from autograder.release import release
+from autograder.instructor.release import release
 
 pytestmark = pytest.mark.selfcheck
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import replay_recording
 
 from lreact import check_setup
-from lreact.setup import SetupReport
+from lreact.engines.setup import SetupReport
 
 HOST = "http://127.0.0.1:11434"
 
@@ -274,8 +274,8 @@ def test_openai_backend_slow_probe_is_slow_not_missing(router, openai_env):
 
 
 def test_openai_backend_stuck_probe_is_not_usable(router, openai_env, monkeypatch):
-    import lreact.setup_openai
-    monkeypatch.setattr(lreact.setup_openai, "PROBE_PATIENCE", 7.0)
+    import lreact.engines.setup_openai
+    monkeypatch.setattr(lreact.engines.setup_openai, "PROBE_PATIENCE", 7.0)
     router.get(BASE + "/models").mock(return_value=httpx.Response(200, json=models_list("m")))
     router.post(BASE + "/chat/completions").mock(side_effect=httpx.ReadTimeout("stuck"))
     report = check_setup(timeout=2)
@@ -363,7 +363,7 @@ def test_unknown_backend_is_a_plain_sentence(monkeypatch):
 def test_while_grading_no_server_is_asked(monkeypatch):
     """The grader's sandbox has no network and loads no model: check_setup and the automatic
     backend choice say so in plain words and make no request at all."""
-    from lreact import backends
+    from lreact.engines import backends
 
     def no_request(*args, **kwargs):
         raise AssertionError("a request was made while grading")

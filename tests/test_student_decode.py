@@ -1,4 +1,4 @@
-"""The student's sampler and constrained decoder drive a real model (lreact.student_decode,
+"""The student's sampler and constrained decoder drive a real model (lreact.views.student_decode,
 issue 18 §3; lab 1, Part A, after A.7).
 
 - ``generate_with`` hands every step's full logits to the given picker and appends its choice;
@@ -15,7 +15,8 @@ import json
 import numpy as np
 import pytest
 
-from lreact import grammar, student_decode as sd
+from lreact import grammar
+from lreact.views import student_decode as sd
 from lreact.sampling import sample_token, softmax
 from test_embedded import NO_OLLAMA, embedded_env, real_model  # noqa: F401 (a fixture)
 

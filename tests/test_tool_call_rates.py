@@ -1,4 +1,4 @@
-"""Does sampling break tool calls? (lreact.tool_call_rates, lreact.call_grammar, EmbeddedLLM's
+"""Does sampling break tool calls? (lreact.views.tool_call_rates, lreact.engines.call_grammar, EmbeddedLLM's
 tool_grammar; second lab, the cell after c-live-run).
 
 On a scripted model the grid's counts are exactly what the script implies; on the real small
@@ -14,15 +14,9 @@ import math
 import pytest
 from test_embedded import MODEL, real_model
 
-from lreact import (
-    AssistantMessage,
-    ScriptedLLM,
-    SystemMessage,
-    ToolCall,
-    UserMessage,
-    call_grammar,
-)
-from lreact import tool_call_rates as rates
+from lreact import AssistantMessage, ScriptedLLM, SystemMessage, ToolCall, UserMessage
+from lreact.engines import call_grammar
+from lreact.views import tool_call_rates as rates
 from lreact.harness import format_error, run_agent_hardened
 from lreact.tools import REGISTRY, TOOLS, calculate, get_weather
 from lreact.traces import SYSTEM_PROMPT, run_tool
@@ -199,7 +193,7 @@ def test_grammar_text_has_a_call_branch_per_tool_and_forbids_call_characters_in_
 
 
 def test_embedded_tool_grammar_is_checked():
-    from lreact.embedded import EmbeddedLLM
+    from lreact.engines.embedded import EmbeddedLLM
 
     with pytest.raises(TypeError, match="tool_grammar must be True or False"):
         EmbeddedLLM("x.gguf", tool_grammar="yes")
@@ -214,7 +208,7 @@ FORBIDDEN = set(call_grammar.PROSE_FORBIDDEN)
 
 @real_model
 def test_with_the_grammar_every_reply_is_a_valid_call_or_prose_even_at_temperature_1_5():
-    from lreact.embedded import EmbeddedLLM
+    from lreact.engines.embedded import EmbeddedLLM
 
     kinds = []
     for seed in range(5):

@@ -2,7 +2,7 @@
 VISIBLE test of its function, so a student who runs the test cells sees every requirement fail
 before grading does.
 
-For each catalogue entry (``autograder/catalogue.py``), the source notebook is executed in one
+For each catalogue entry (``autograder/proofs/catalogue.py``), the source notebook is executed in one
 fresh Python process up to the last test cell of that function, with the entry in place of the
 answer cell and every ``### BEGIN HIDDEN TESTS`` block removed (what the student's version
 holds); the entry's answer cell must run, and at least one of the visible parts of its test cells
@@ -86,7 +86,7 @@ def run_entry(nb, grade_id: str, answer_source: str):
 def main(assignment: str) -> list[dict]:
     import nbformat
 
-    from autograder import catalogue   # run from the root (python -m tests.test_visible_tests)
+    from autograder.proofs import catalogue  # run from the root (python -m tests.test_visible_tests)
 
     try:  # the lab's setup cell engages the rule in a kernel only; this process stands in for one
         import lreact.reference
@@ -144,7 +144,7 @@ def test_the_check_itself_sees_a_missed_requirement():
     worked example, the no-max-subtraction softmax passes every visible test."""
     import nbformat
 
-    from autograder import catalogue
+    from autograder.proofs import catalogue
 
     nb = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
     entry = next(e for e in catalogue.entries(LAB) if e.path.stem == "softmax__no_max_subtraction")

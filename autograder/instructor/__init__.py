@@ -1,0 +1,11 @@
+"""The instructor's side: from an LMS download to the grade sheet, the gradebook and the LMS.
+
+- ``submissions``  folders, zips, several uploads of one student; ``lms``: whose upload it is
+- ``grade``        the class: grade each submission (or take it from the cache), the CSV
+- ``reasons``      the CSV's ``reason`` column, and which rows were not graded
+- ``gradebook``    nbgrader's gradebook and formgrader's notebooks; ``formgrade_inert``: no
+                   student text runs in formgrader
+- ``export``       the gradebook as Canvas, Moodle or plain CSV
+- ``release``      the student versions generated from ``solutions/``
+- ``safecsv``, ``safetext``: cells no spreadsheet evaluates, names no terminal obeys
+"""
