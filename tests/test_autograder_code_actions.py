@@ -158,3 +158,46 @@ def load_answer() -> str:
     cell = next(c for c in load(EXERCISES).cells if grade_id(c) == "ex11_code_action")
     body = cell.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
     return body.strip("\n").split("llm_calls_specific")[0].rstrip()
+
+
+# --- a code action is a grading run of its own: its cgroup caps it, the submission's end ends it
+# (an outside review: run unconfined by the grader, 17 processes took 2.5 GB and 1.8 cores and
+# cost the honest submission graded beside it points, and outlived the job by 3 s)
+
+def _event(code, timeout):
+    return {"code": code, "prelude": "", "timeout": timeout, "memory": 512 * 1024**2,
+            "max_output": 2000}
+
+
+def test_a_code_actions_processes_share_one_memory_cap_and_one_core(tmp_path):
+    from autograder.run.code_runs import MEMORY_BYTES, CodeRuns
+    runs = CodeRuns("require", tmp_path)
+    try:
+        hog = ("import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n"
+               "        x = bytearray(300 * 1024**2)\n        time.sleep(3)\n        os._exit(0)\n"
+               "x = bytearray(300 * 1024**2)\ntime.sleep(3)\n")
+        runs.run(_event(hog, 10))
+        spin = ("import os, time\nfor _ in range(4):\n    if os.fork() == 0:\n        os.setsid()\n"
+                "        end = time.time() + 3\n        while time.time() < end: pass\n"
+                "        os._exit(0)\ntime.sleep(3.5)\n")
+        runs.run(_event(spin, 10))
+    finally:
+        runs.close()
+    memory, cpu = runs.usages
+    assert memory is not None and cpu is not None, "no cgroup for a code action"
+    assert memory.memory_peak_bytes <= MEMORY_BYTES and memory.oom_kills > 0, memory
+    assert cpu.cpu_seconds < 4.5 and cpu.cpu_throttled > 0, cpu   # 4 x 3 s asked, 1 core given
+
+
+def test_a_code_action_under_way_ends_with_the_submissions_run(tmp_path):
+    import time
+    from autograder.run.code_runs import CodeRuns
+    runs = CodeRuns("require", tmp_path)
+    runs.start(_event("import os\nos.setsid()\nwhile True: pass", 60))
+    deadline = time.monotonic() + 60
+    while not runs._runs or next(iter(runs._runs.values())).proc is None:
+        assert time.monotonic() < deadline, "the code action never started"
+        time.sleep(0.05)
+    run = next(iter(runs._runs.values()))
+    runs.close()                                   # the submission's run is over
+    assert run.proc.poll() is not None             # killed then and there, its cgroup with it

@@ -52,6 +52,7 @@ class CodeRuns:
         self._lock = threading.Lock()
         self._runs: dict = {}            # id -> sandbox run under way
         self.count = 0
+        self.usages: list = []           # each finished run's cgroup.Usage (None: no cgroup)
 
     def start(self, event: dict) -> None:
         self.count += 1
@@ -76,6 +77,7 @@ class CodeRuns:
         code, timeout, memory, max_output, prelude, _ = codeact.checked_arguments(
             event.get("code"), event.get("timeout"), event.get("memory"),
             event.get("max_output"), event.get("prelude"))
+        Path(self.scratch_base).mkdir(parents=True, exist_ok=True)
         kit = Path(tempfile.mkdtemp(prefix="code-kit-", dir=self.scratch_base))
         empty = kit / "empty"
         run = None
@@ -110,6 +112,7 @@ class CodeRuns:
                 run.cleanup()
                 with self._lock:
                     self._runs.pop(id(run), None)
+                    self.usages.append(run.final_usage)
             shutil.rmtree(kit, ignore_errors=True)
 
     def close_read_end(self) -> None:
