@@ -21,7 +21,8 @@ import os
 import sys
 import traceback
 
-from .channel.codec import MAX_ITEMS, shared_function
+from .channel import codec as codecs
+from .channel.codec import shared_function
 from .channel.link import (
     MAX_MESSAGE,
     ChannelError,
@@ -196,7 +197,7 @@ class StudentNamespace:
                     if same and value == self.sent[k][1]:
                         continue
                     size = len(Pipe.text(value))
-                    if size > room or items + budget.items > MAX_ITEMS:
+                    if size > room or items + budget.items > codecs.MAX_ITEMS:
                         raise NotPlainData(f"too large to pass: {size:,} bytes, more than the "
                                            f"{room:,} left in this reply")
                 except (NotPlainData, RecursionError) as e:

@@ -19,9 +19,9 @@ import html
 import numpy as np
 
 from .. import grammar
+from ..engines import setup
 from ..engines.backends import configured_llm
 from ..engines.models import ModelError
-from ..engines.setup import check_setup
 from ..messages import UserMessage
 from ..traces import CONTEXT_WINDOW, TRACES, context_segments, message_label, model_calls
 from .canvas import Blitter, image_widget, new_figure, png
@@ -281,7 +281,7 @@ def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None)
     import os
 
 
-    report = check_setup(model=model)
+    report = setup.check_setup(model=model)
     if not report.server or not report.model_pulled:
         print("The real-model cell is skipped: no model can be used yet.")
         print(report)
