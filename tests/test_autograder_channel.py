@@ -677,3 +677,153 @@ def test_calls_carry_no_names_when_the_tests_read_none(cells_pair):
     assert t.link.on_names is None
     assert t.ns["log"]("a") == 1
     assert t.ns["events"] == []            # as the tests last saw it; no test reads it
+
+
+# --- values of the standard library and the notebook's own classes cross with their type and
+# behaviour; a test's deletions and its captured output work as in one kernel (issue: tests
+# written as nbgrader teaches; tests/test_nbgrader_patterns.py compares with stock nbgrader) ---
+
+def _channel(cells: dict):
+    a, b = os.pipe(), os.pipe()
+    answers = StudentNamespace(cells)
+    link = StudentLink(Pipe(a[0], b[1]), "S", answers.handle)
+    answers.link = link
+
+    def serve():
+        try:
+            while True:
+                link.pipe.send(link.serve(link.pipe.recv(None)))
+        except BaseException:  # noqa: BLE001 - the test ended
+            pass
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    tests = TrustedNamespace(Pipe(b[0], a[1]), lambda event: None, 5)
+    for index in sorted(cells, key=int):
+        assert tests.run_student(int(index))["ok"], index
+
+    def close():
+        tests.link.pipe.send({"k": "q", "op": "bye"})
+        server.join(5)
+        for fd in (*a, *b):
+            os.close(fd)
+        from IPython.core.interactiveshell import InteractiveShell
+        InteractiveShell.clear_instance()
+    return tests, close
+
+
+STDLIB = '''
+import collections, decimal, fractions, enum, dataclasses
+counts = collections.Counter("abracadabra")
+ordered = collections.OrderedDict([("b", 1), ("a", 2)])
+grouped = collections.defaultdict(list, {"a": [1]})
+recent = collections.deque([1, 2, 3], maxlen=3)
+third, tenth = fractions.Fraction(1, 3), decimal.Decimal("0.1")
+frozen, raw = frozenset({"x", "y"}), bytearray(b"ab")
+keys, values, items = {"a": 1}.keys(), {"a": 1}.values(), {"a": 1}.items()
+evens = range(0, 10, 2)
+Point = collections.namedtuple("Point", "x y")
+origin = Point(0, 0)
+class Colour(enum.IntEnum):
+    RED = 1
+    GREEN = 2
+warm = Colour.RED
+@dataclasses.dataclass
+class Pair:
+    a: int
+    b: list
+pair = Pair(1, [2])
+class NegativeSide(ValueError):
+    pass
+class Shape:
+    def __init__(self, side):
+        if side < 0:
+            raise NegativeSide(f"side {side}")
+        self.side = side
+    def area(self):
+        return self.side ** 2
+class Square(Shape):
+    pass
+class Fancy:
+    def __eq__(self, other):
+        return True
+shape = Square(3)
+fancy = Fancy()
+def make(side):
+    return Square(side)
+def side_of(shape):
+    return shape.side
+'''
+
+
+def test_the_standard_librarys_values_keep_their_type_and_behaviour():
+    import collections
+    import decimal
+    import fractions
+    t, close = _channel({"0": STDLIB})
+    try:
+        ns = t.ns
+        assert type(ns["counts"]) is collections.Counter and ns["counts"].most_common(1) == [("a", 5)]
+        assert type(ns["ordered"]) is collections.OrderedDict
+        ns["ordered"].move_to_end("b")
+        assert list(ns["ordered"]) == ["a", "b"]
+        assert ns["grouped"]["missing"] == [] and ns["grouped"].default_factory is list
+        assert ns["recent"].maxlen == 3 and list(ns["recent"]) == [1, 2, 3]
+        assert ns["third"] == fractions.Fraction(1, 3) and type(ns["third"]) is fractions.Fraction
+        assert ns["tenth"] * 3 == decimal.Decimal("0.3")
+        assert type(ns["frozen"]) is frozenset and type(ns["raw"]) is bytearray
+        assert ns["keys"] & {"a"} == {"a"} and list(ns["values"]) == [1]
+        assert dict(ns["items"]) == {"a": 1} and ns["evens"] == range(0, 10, 2)
+    finally:
+        close()
+
+
+def test_the_notebooks_classes_cross_as_their_shape_and_keep_isinstance():
+    t, close = _channel({"0": STDLIB})
+    try:
+        ns = t.ns
+        assert isinstance(ns["origin"], ns["Point"]) and ns["origin"]._asdict() == {"x": 0, "y": 0}
+        assert ns["warm"] is ns["Colour"].RED and ns["Colour"](2) is ns["Colour"].GREEN
+        assert ns["warm"] == 1                              # an IntEnum is an int, as there
+        assert isinstance(ns["pair"], ns["Pair"]) and ns["pair"].b == [2]
+        square = ns["make"](2)                              # built in the answers' process
+        assert isinstance(square, ns["Square"]) and isinstance(square, ns["Shape"])
+        assert square.side == 2 and square.area() == 4 and ns["side_of"](square) == 2
+        assert isinstance(ns["Square"](5), ns["Shape"])     # calling the class from a test
+        with pytest.raises(ns["NegativeSide"]) as e:
+            ns["make"](-1)
+        assert isinstance(e.value, ValueError) and "side -1" in str(e.value)
+        with pytest.raises(TypeError, match="__eq__"):
+            ns["fancy"] == ns["fancy"]                      # the student's __eq__ decides nothing
+        with pytest.raises(AttributeError):
+            square.side = 7
+    finally:
+        close()
+
+
+def test_a_test_that_deletes_or_rebinds_an_answers_name_changes_it_for_that_call():
+    cells = {"0": "def squares(n):\n    return [i * i for i in range(1, n + 1)]\n"
+                  "def total(n):\n    return sum(squares(n))\n"}
+    t, close = _channel(cells)
+    try:
+        src = ("orig = squares\ndel squares\ntry:\n    total(1)\nexcept NameError:\n"
+               "    found = 'uses'\nelse:\n    found = 'does not use'\nfinally:\n"
+               "    squares = orig\n"
+               "squares = lambda n: [10] * n\nreplaced = total(2)\nsquares = orig\n"
+               "after = total(2)\n")
+        assert t.run_here(src, "<test>")["ok"]
+        assert (t.ns["found"], t.ns["replaced"], t.ns["after"]) == ("uses", 20, 5)
+    finally:
+        close()
+
+
+def test_what_an_answer_prints_reaches_a_test_that_captures_stdout():
+    t, close = _channel({"0": "def greet(name):\n    print(f'Hello, {name}!')\n"})
+    try:
+        src = ("import contextlib, io\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n"
+               "    greet('Ada')\ncaptured = buf.getvalue()\n")
+        ran = t.run_here(src, "<test>")
+        assert ran["ok"], ran
+        assert t.ns["captured"] == "Hello, Ada!\n"
+    finally:
+        close()

@@ -56,6 +56,8 @@ def make_shell():
 
 def kind_of(value) -> str:
     import types
+    if isinstance(value, type) and value.__module__ == "__main__":
+        return "data"                    # a class of the notebook: crosses as its shape
     if isinstance(value, (types.ModuleType, type)):
         return "other"
     return "callable" if callable(value) else "data"
@@ -210,6 +212,30 @@ class StudentNamespace:
                 items += budget.items
         return names
 
+    def enter_scope(self, scope):
+        """A test deleted or rebound some of the answers' names before calling an answer: for
+        that call they are gone or bound to what the test bound, as in one kernel (nbgrader's
+        "uses" test deletes a helper to see whether another function calls it).  Returns the
+        function that puts them back."""
+        if not isinstance(scope, dict):
+            return lambda: None
+        saved, missing = {}, object()
+        for name in [n for n in scope.get("del") or [] if isinstance(n, str)]:
+            saved.setdefault(name, self.ns.pop(name, missing))
+        for pair in scope.get("set") or []:
+            name, value = pair if isinstance(pair, list) and len(pair) == 2 else (None, None)
+            if isinstance(name, str) and name.isidentifier():
+                saved.setdefault(name, self.ns.get(name, missing))
+                self.ns[name] = self.link.codec.decode(value)
+
+        def restore():
+            for name, value in saved.items():
+                if value is missing:
+                    self.ns.pop(name, None)
+                else:
+                    self.ns[name] = value
+        return restore
+
     def handle(self, m):
         op = m.get("op")
         if op == "run":
@@ -226,13 +252,23 @@ class StudentNamespace:
                 fn = self.link.codec.local(target.get("ref"))
             args, kwargs = self.link.decode_call(m)
             keys = [str(k) for k in m.get("sync") or []]
-            if "repeat" in m:
-                n = m["repeat"]
-                if type(n) is not int or not 0 <= n <= MAX_REPEAT:
-                    raise ValueError(f"repeat must be an int in 0..{MAX_REPEAT}")
-                value = self.interrupts.run(lambda: [fn(*args, **kwargs) for _ in range(n)])
-            else:
-                value = self.interrupts.run(fn, *args, **kwargs)
+            out, err = Capped(), Capped()
+            saved = sys.stdout, sys.stderr
+            restore = self.enter_scope(m.get("scope"))
+            try:
+                sys.stdout, sys.stderr = out, err
+                if "repeat" in m:
+                    n = m["repeat"]
+                    if type(n) is not int or not 0 <= n <= MAX_REPEAT:
+                        raise ValueError(f"repeat must be an int in 0..{MAX_REPEAT}")
+                    value = self.interrupts.run(lambda: [fn(*args, **kwargs) for _ in range(n)])
+                else:
+                    value = self.interrupts.run(fn, *args, **kwargs)
+            finally:
+                sys.stdout, sys.stderr = saved
+                restore()
+                self.link.reply_extra = {k: v.text() for k, v in (("out", out), ("err", err))
+                                         if v.size}
             sync = {}
             for k in keys:
                 v = args[int(k)] if k.isdigit() and int(k) < len(args) else kwargs.get(k)
@@ -243,8 +279,14 @@ class StudentNamespace:
                     sync[k] = self.link.codec.encode(v)
             if m.get("names"):             # a test reads the answers' names: what changed
                 names, gone = self.changes()
-                return value, sync, {"names": names, "gone": gone}
+                self.link.reply_extra.update(names=names, gone=gone)
             return value, sync
+        if op == "getattr":                # an attribute of one of this side's objects
+            name = m.get("name")
+            if not isinstance(name, str) or not name.isidentifier() or name.startswith("__"):
+                raise AttributeError(f"the tests may not read {name!r}")
+            obj = self.link.codec.local(m.get("ref"))
+            return self.interrupts.run(getattr, obj, name), None
         if op == "bye":
             raise SystemExit(0)
         raise ValueError(f"unknown request {op!r}")

@@ -109,6 +109,8 @@ class TrustedNamespace:
         self.protected = set(dir(builtins)) | {"get_ipython"}
         self.installed: dict = {}     # name -> object installed from the student's namespace
         self.stopped = None           # why the student process cannot be used any more
+        self.link.scope_of = self.scope
+        self.link.codec.classes.known = self.own_class
 
     # requests from the student process, on objects of ours it holds handles to
     def handle(self, m):
@@ -178,6 +180,32 @@ class TrustedNamespace:
             if isinstance(name, str) and name in self.installed \
                     and self.ns.get(name) is self.installed[name]:
                 del self.ns[name]
+
+    def scope(self):
+        """The answers' names this namespace deleted or rebound (a test's ``del squares`` or
+        ``squares = ...``): each call of an answer sees them so, as in one kernel
+        (``student.StudentNamespace.enter_scope``); None when there is none."""
+        gone = [n for n in self.installed if n not in self.ns]
+        bound = [n for n, o in self.installed.items() if n in self.ns and self.ns[n] is not o]
+        if not gone and not bound:
+            return None
+        out = {"del": gone} if gone else {}
+        if bound:
+            pairs = []
+            for name in bound:
+                try:
+                    pairs.append([name, self.link.codec.encode(self.ns[name])])
+                except NotPlainData as e:
+                    raise TypeError(f"{name} was bound by the test to something the answers "
+                                    f"cannot receive: {e}") from None
+            out["set"] = pairs
+        return out
+
+    def own_class(self, name: str):
+        """A class the tests' own cells (set-up or test) bound to ``name``, else None: a value
+        of a class of that name and shape is then built as this class (``channel.classes``)."""
+        value = self.ns.get(name) if name in self.protected else None
+        return value if isinstance(value, type) else None
 
     def watch_names(self, read_by_tests: frozenset) -> None:
         """While a test cell runs: when the tests' code reads any of the answers' data names,

@@ -54,7 +54,8 @@ class Pair:
             self.runs.append(s)
             inside = s.runner.parent / "answers-lreact"
             self.procs.append(start(s, (t2s[0], s2t[1], stop[0]),
-                                          {"PYTHONPATH": str(inside)}))
+                                          {"PYTHONPATH": os.pathsep.join(
+                                              [str(inside), str(kits.lreact_dir().parent)])}))
         except BaseException:
             self._close_tester_fds()
             self.cleanup()

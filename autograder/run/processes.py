@@ -25,6 +25,7 @@ import time
 
 from .. import paths
 from ..sandbox import launch as sandbox
+from ..sandbox.kit import lreact_dir
 
 CPU_SECONDS = 1200          # CPU-time backstop per process; the wall clocks act first
 READY_SECONDS = 10          # after a result, to say that nothing was left behind
@@ -43,6 +44,9 @@ def scratch_env(scratch, extra=None) -> dict:
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         "LREACT_GRADING": "1", "LREACT_SCRATCH": scratch,
     }
+    # the lreact the grader imports, however it is installed (editable or not, a checkout of
+    # its own): the sandbox shows only that folder (the answers' process gets its copy first)
+    env["PYTHONPATH"] = str(lreact_dir().parent)
     for var in ("LREACT_MODEL", "LREACT_GRADER_DEBUG"):
         if var in os.environ:
             env[var] = os.environ[var]

@@ -158,7 +158,8 @@ def bwrap_problem() -> str:
         uid = GRADER_UIDS.take() if os.geteuid() == 0 else None
         try:
             done = subprocess.run(_probe_command(Path(kit), uid), capture_output=True,
-                                  timeout=60)
+                                  timeout=60, env={**os.environ,
+                                                   "PYTHONPATH": str(_lreact_dir().parent)})
         except subprocess.TimeoutExpired:
             return "the bubblewrap probe did not finish within 60 s"
         except OSError as e:

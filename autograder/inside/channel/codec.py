@@ -5,7 +5,12 @@ Nothing is executed or looked up by name while decoding; only plain values are b
     None, bool, int, float (nan/inf too), str, list        as JSON
     {"t": [...]} tuple   {"d": [[k, v], ...]} dict   {"s": [...]} set   {"b": base64} bytes
     {"j": [re, im]} complex
-    a fractions.Fraction (numbers.Rational) or a finite decimal.Decimal is sent as its float
+    the standard library's containers and exact numbers, with their type (``stdlib.py``):
+        Counter, OrderedDict, defaultdict, deque, Fraction, Decimal, frozenset, bytearray, a
+        dict's keys/values/items, range; another numbers.Rational is sent as its float
+    the notebook's own classes, by their shape (``classes.py``): a class, instances of its
+        namedtuple, Enum and dataclass classes, exceptions of its classes, and objects of its
+        plain classes as handles whose class the tests' side builds
     {"a": [dtype, shape, flat]} numpy array   {"n": [dtype, x]} numpy scalar: bool, int, uint,
         float (float16 to longdouble), complex and str dtypes; a longdouble travels as its exact
         decimal text, a complex as its (real, imaginary) parts, so a value arrives with the
@@ -34,7 +39,7 @@ import contextlib
 import time
 import types
 
-from . import mirror, numeric, records
+from . import classes, mirror, numeric, records, stdlib
 from .mirror import NotPlainData
 
 MAX_DEPTH = 60                     # nesting of a value
@@ -80,6 +85,7 @@ class Budget:
     def __init__(self, sending: bool, handles: bool = True):
         self.sending, self.handles = sending, handles
         self.items = self.chars = 0
+        self.classes: set = set()          # notebook classes described in full in this message
         self.until = None if sending else time.monotonic() + MAX_DECODE_SECONDS
 
     def spend(self, items: int = 1, chars: int = 0) -> None:
@@ -139,6 +145,8 @@ class Codec:
         self.exported: dict = {}           # handle id -> object (kept alive)
         self._ids: dict = {}               # id(object) -> handle id
         self.export_any = side == "T"      # the trusted side hands out handles to anything
+        self.described: dict = {}          # (answers' side) key -> a notebook class it described
+        self.classes = classes.Classes(self) if side == "T" else None   # (tests' side)
         self._sending = self._receiving = None      # the Budget of the message under way
 
     # handles
@@ -213,6 +221,13 @@ class Codec:
 
     def _encode_other(self, x, t, depth):
         import numpy as np
+        special = stdlib.encode(self, x, depth)
+        if special is not None:
+            return special
+        own = classes.encode(self, x, t, depth) if self.side == "S" else \
+            self.classes.encode_back(x, depth)
+        if own is not None:
+            return own
         if isinstance(x, bool):
             return bool(x)
         if not isinstance(x, np.generic):
@@ -345,6 +360,16 @@ class Codec:
             return self.decode_exception(x)
         if tag == "g":
             return mirror.decode_generator(self, body, depth)
+        if tag in stdlib.TAGS:
+            return stdlib.decode(self, tag, body, depth)
+        if tag in "cNEAo":
+            if self.side == "T":
+                return self.classes.decode(tag, body, depth)
+            if tag in "NEA":
+                return classes.own_instance(self, tag, body)
+            if tag == "c" and isinstance(body, dict) and body.get("k") in self.described:
+                return self.described[body["k"]]
+            raise NotPlainData("a class of the tests' where plain values were expected")
         if tag == "f":
             if self.side == "T" and body in RUN_BY_ANSWERS_ONLY:
                 raise NotPlainData(f"{body} is run by answers only, never beside the tests")

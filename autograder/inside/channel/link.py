@@ -74,6 +74,7 @@ class Link:
     side's requests meanwhile (``handler(msg) -> (value, sync)``)."""
 
     handle_types = (Proxy, StudentFunction)     # stand-ins that go back as the handle they are
+    #                                             (and classes.StudentObject, by its class)
     passthrough: tuple = (ChannelError,)        # what ``serve`` lets through instead of replying
     unsendable = "the reply cannot be passed on"
 
@@ -87,6 +88,8 @@ class Link:
         self.on_timeout = None             # () -> seconds of grace after an interrupt, or None
         self.on_names = None               # (names, gone): the answers' names a call changed;
         #                                    set on the tests' side while a test reads them
+        self.scope_of = None               # () -> the answers' names a test deleted or rebound
+        self.reply_extra = None            # what the handler adds to its reply (out, err, names)
         self._proxies: dict = {}
         self._pure_replies: dict = {}      # (handle, encoded arguments) -> reply
         self._pure_values: dict = {}       # (handle, ``_quick_key`` of the arguments) -> value
@@ -197,7 +200,11 @@ class Link:
             msg["repeat"] = repeat = int(repeat)
         if self.on_names is not None:
             msg["names"] = 1
+        scope = self.scope_of() if self.scope_of is not None else None
+        if scope:
+            msg["scope"] = scope
         m = self.request_raw(msg)
+        self.forward_output(m)
         with self.codec.receiving(handles=repeat is None):
             value = self.reply_value(m)
             if repeat is not None and (type(value) is not list or len(value) != repeat):
@@ -210,6 +217,16 @@ class Link:
         if self.on_names is not None and "names" in m:
             self.on_names(m.get("names"), m.get("gone"))
         return value
+
+    @staticmethod
+    def forward_output(m) -> None:
+        """What the answer printed during the call, written where this side prints now (a
+        test that captures ``sys.stdout`` sees it, as in one kernel)."""
+        import sys
+        for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
+            text = m.get(key)
+            if isinstance(text, str) and text:
+                stream.write(text)
 
     def _sync(self, lists: dict, synced) -> None:
         for key, original in lists.items() if isinstance(synced, dict) else ():
@@ -236,8 +253,9 @@ class Link:
         """The reply to the other side's request ``m``, checked and ready to send: a failure
         (of the handler, of encoding, of size) is a reply too, never an exception here."""
         with self.codec.sending():
+            self.reply_extra = None
             try:
-                value, sync, *extra = self.handler(m)
+                value, sync = self.handler(m)
             except self.passthrough:
                 raise
             except BaseException as e:  # noqa: BLE001 - every failure is a reply
@@ -246,11 +264,9 @@ class Link:
                 try:
                     if isinstance(value, Raw):
                         return self.pipe.frame({"k": "r", "raw": value.data})
-                    out = {"k": "r", "v": self.codec.encode(value)}
+                    out = {"k": "r", "v": self.codec.encode(value), **self._extra()}
                     if sync:
                         out["sync"] = sync
-                    if extra:                  # the answers' names a call changed (student.py)
-                        out["names"], out["gone"] = extra[0]["names"], extra[0]["gone"]
                     return self.pipe.frame(out)
                 except (NotPlainData, RecursionError) as e:
                     if isinstance(value, Raw):      # the cell ran: say so, without its values
@@ -258,9 +274,16 @@ class Link:
                     failure = TypeError(f"{self.unsendable}: {e}")
         return self.error_reply(failure)
 
+    def _extra(self) -> dict:
+        """What the handler added to this reply: what the answer printed (``out``, ``err``)
+        and the answers' names the call changed (``names``, ``gone``)."""
+        extra, self.reply_extra = self.reply_extra or {}, None
+        return {k: v for k, v in extra.items() if k in ("out", "err", "names", "gone")}
+
     def error_reply(self, e: BaseException) -> Framed:
+        extra = self._extra()
         try:
-            return self.pipe.frame({"k": "r", "x": self.codec.encode_exception(e)})
+            return self.pipe.frame({"k": "r", "x": self.codec.encode_exception(e), **extra})
         except NotPlainData:
             return self.pipe.frame({"k": "r", "x": {"e": ["RuntimeError", [
                 f"{type(e).__name__} (its message could not be sent)"]]}})

@@ -2,6 +2,8 @@
 
     {"m": [record name, [[field, value], ...]]}  a dataclass record of ``lreact.messages``
     {"e": [exception name, [args]]}              an allowed exception type and its arguments
+    {"e": [name, [args], class]}                 an exception of the notebook's own class
+                                                 (``classes.py`` builds its class here)
 
 A record is rebuilt by its class from its init fields only; an exception by its name among the
 builtin exceptions and the course's own (any other becomes a RuntimeError with its text), from
@@ -62,6 +64,12 @@ def decode_record(codec, body, depth):
 
 
 def encode_exception(codec, e: BaseException):
+    from . import classes
+    if codec.side == "S" and classes.is_notebook_class(type(e)) and isinstance(e, Exception):
+        with codec.sending():
+            own = classes.describe(codec, type(e), 0)
+            args = [_plain_arg(codec, a) for a in e.args]
+        return {"e": [type(e).__name__, args, own]}
     name = "RuntimeError"
     for cls in type(e).__mro__:
         if codec.exception_name.get(cls):
@@ -69,21 +77,33 @@ def encode_exception(codec, e: BaseException):
             break
     else:
         e = RuntimeError(f"{type(e).__name__}: {e}")
-    args = []
-    for a in getattr(e, "args", ()):
-        try:
-            with codec.sending():
-                args.append(codec.encode(a))
-        except NotPlainData:
-            args.append(str(a)[:2000])
+    args = [_plain_arg(codec, a) for a in getattr(e, "args", ())]
     if not isinstance(e, Exception):
         args = [f"{type(e).__name__} was raised"]
     return {"e": [name, args]}
 
 
+def _plain_arg(codec, a):
+    try:
+        with codec.sending():
+            return codec.encode(a)
+    except NotPlainData:
+        return str(a)[:2000]
+
+
 def decode_exception(codec, x) -> BaseException:
-    name, args = codec.checked_list(x["e"], 2)
-    cls = codec.exceptions.get(name) if isinstance(name, str) else None
+    body = codec.checked_list(x["e"])
+    if len(body) == 3 and codec.side == "T":        # an exception class of the notebook
+        name, args, own = body
+        try:
+            cls = codec.classes.get(own)
+        except NotPlainData:
+            cls = None
+        if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            cls = RuntimeError
+    else:
+        name, args = codec.checked_list(body[:2], 2)
+        cls = codec.exceptions.get(name) if isinstance(name, str) else None
     cls = cls or RuntimeError
     try:
         args = [codec.decode(a) for a in codec.checked_list(args)]
