@@ -1,6 +1,6 @@
 """``python -m autograder <command>``: the instructor's tool for this unit.
 
-Commands: release, grade, cluster-certs, feedback, export, catalogue, selfcheck. ``python -m autograder
+Commands: release, check-course, grade, cluster-certs, feedback, export, catalogue, selfcheck. ``python -m autograder
 COMMAND --help`` describes each one. Run everything from the repository root.
 """
 from __future__ import annotations
@@ -169,6 +169,22 @@ def parser() -> argparse.ArgumentParser:
     _common(f, out_default="feedback",
             out_help="folder for the HTML pages (default: feedback/)")
 
+    k = sub.add_parser(
+        "check-course", formatter_class=_formatter,
+        help="check the source notebooks against the rules the grader and the proofs need",
+        description=_d(
+            "Read solutions/<assignment>/<assignment>.ipynb (and the catalogues) and print "
+            "every rule a cell breaks, with the fix; exit 1 if any. Rules of kind 'grading' "
+            "are what this grader needs to grade right; 'house' rules are this unit's "
+            "conventions for students (autograder/README.md, \"Adapting the unit\"; "
+            "autograder/proofs/course_rules.py)."))
+    k.add_argument("assignment", nargs="*", metavar="ASSIGNMENT",
+                   help="assignment ids (default: every assignment in solutions/)")
+    k.add_argument("--root", type=Path, default=paths.ROOT,
+                   help="the course folder (default: this repository)")
+    k.add_argument("--grading-only", action="store_true",
+                   help="only the rules this grader needs (not the unit's house rules)")
+
     c = sub.add_parser(
         "catalogue", formatter_class=_formatter,
         help="list and check the wrong-answer catalogue",
@@ -271,6 +287,9 @@ def main(argv=None) -> int:
         from .instructor.export import command
         return command(args.format, args.out, root=args.root, ids=args.ids,
                        assignments=args.assignment)
+    if args.command == "check-course":
+        from .proofs.course_rules import command
+        return command(args.assignment, root=args.root, grading_only=args.grading_only)
     if args.command == "catalogue":
         from .proofs.catalogue import command
         return command(args.assignment, show=args.show, convert=args.convert)

@@ -123,8 +123,7 @@ def test_the_notebooks_small_model_replies_are_the_fixtures(nb):
 
 
 def test_catalogue_has_at_least_three_per_graded_function():
-    for name in GRADED:
-        entries = sorted(CATALOGUE.glob(f"{name}__*.edit")) + sorted(CATALOGUE.glob(f"{name}__*.py"))
-        assert len(entries) >= 3, name
-        for e in entries:
-            assert re.match(r"# WRONG: \S", e.read_text(encoding="utf-8"))
+    """python -m autograder check-course: each graded function has three catalogued wrong
+    answers that apply (the rule lives there, for every assignment)."""
+    from autograder.proofs.course_rules import Course, catalogue_covers_answers
+    assert not catalogue_covers_answers(Course(ROOT, ["lecture-ReAct-lab2"]))

@@ -122,7 +122,8 @@ def grading(tmp_path_factory, request):
 @pytest.mark.parametrize("aid", ASSIGNMENTS)
 def test_source_scores_full_marks(grading, aid):
     r = grading.result(("source", aid))
-    assert r.possible > 0 and r.total == r.possible, (r.failure, r.errors)
+    assert r.possible > 0 and r.total == r.possible, "\n".join(
+        selfcheck.diagnose(r, cells.load(source_path(aid))))
     assert all(r.answers_ran.values()), r.answers_ran
 
 

@@ -172,5 +172,48 @@ def hostile_entries():
     return out
 
 
+# --- why a source does not score full marks ---------------------------------------------------
+
+CAUSES = (   # (words of the error, the cause this grader knows, what to do)
+    ("cannot be used by the tests", "a value that did not cross to the tests (it is not plain "
+     "data, or too large)", "return or set plain data, or a type autograder/README.md lists "
+     "under \"Writing test cells for this grader\""),
+    ("the answer returned something the tests cannot receive", "an answer returned a value "
+     "that is not plain data", "return plain data (see the same README section)"),
+    ("would run the student's own __eq__", "a test compares objects of a class the notebook "
+     "defines with ==", "compare their attributes"),
+    ("catching classes that do not inherit from BaseException", "a test catches a class that "
+     "did not cross as an exception class", "define the exception class in an answer or set-up "
+     "cell, deriving from Exception"),
+    ("is the course's reference implementation", "an answer calls a reference implementation",
+     "the model answer must not call lreact's reference code"),
+    ("cannot be changed by a test", "a test sets an attribute of the student's object",
+     "build a new object by calling the class instead"),
+)
+
+
+def diagnose(graded, source_nb=None) -> list[str]:
+    """One line per test cell that lost points: the cell, its error and, where this grader
+    recognises it, the cause and what to do (a name a test deleted: a NameError in a cell that
+    has ``del``)."""
+    tests = {cells.grade_id(c): c.source for c in (source_nb.cells if source_nb else [])}
+    out = []
+    for gid, (got, most) in sorted(graded.scores.items()):
+        if got >= most:
+            continue
+        error = graded.errors.get(gid) or graded.failure or "failed"
+        line = f"{gid}: {error}"
+        for words, cause, fix in CAUSES:
+            if words in error:
+                line += f" -- cause: {cause}; {fix}"
+                break
+        else:
+            if error.startswith("NameError") and "del " in tests.get(gid, ""):
+                line += (" -- cause: the test deletes a name and a function it calls needs it: "
+                         "restore it in a finally block, as nbgrader's \"uses\" test does")
+        out.append(line)
+    return out
+
+
 if __name__ == "__main__":
     sys.exit(selfcheck())
