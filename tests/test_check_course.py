@@ -23,7 +23,6 @@ def test_every_rule_holds_for_this_course():
 
 def _broken_course(root: Path) -> Path:
     nb = nbformat.read(str(TINY), as_version=4)
-    by = {c.get("id"): c for c in nb.cells}
     cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
     cells["test_double"].source += "\nimport inspect\ninspect.getsource(double)\n"   # introspects
     cells["test_double__array"].source = cells["test_double__array"].source.replace(
