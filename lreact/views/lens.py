@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engines.engine_text import parse_reply
+from ..replies import original, parse_reply
 from ..engines.models import ModelError
 from .lens_reading import (  # noqa: F401 - the lens's
     LENS_MESSAGES,
@@ -122,7 +122,7 @@ def probability_lens(messages=LENS_MESSAGES, tools=None, *, live=None, **setting
         reply = load_recorded()
         where = (f"recorded: {reply['model']['file']} (sha256 {reply['model']['sha256'][:12]}…,"
                  f" {reply['model']['engine']}); no live reply: {why}")
-    call = parse_reply(reply.get("prefill", "") + reply["text"], lambda: "call_1")
+    call = original(parse_reply)(reply.get("prefill", "") + reply["text"], new_id=lambda: "call_1")
     verdict = (f"a valid call: {call.tool_calls[0].name}({call.tool_calls[0].arguments})"
                if call.tool_calls else "no valid tool call (a format error)")
     s = reply["settings"]
