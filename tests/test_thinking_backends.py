@@ -246,3 +246,30 @@ def test_real_engine_prefilled_thinking_and_an_xml_call(monkeypatch):
     assert [(c.name, json.loads(c.arguments)["city"] in ("Berlin", "Paris"))
             for c in reply.tool_calls] == [("get_weather", True)]
     assert llm.last["cut"] is False and llm.last["max_tokens"] <= 96
+
+
+def test_the_lens_marks_thinking_tokens_apart():
+    from lreact.views.lens import lens_html, thinking_tokens
+    tokens = [{"token": t, "logprob": -0.1, "rank": 1, "top": [(t, -0.1)]}
+              for t in ["<think>", "\n", "I", " need", "</think>", "\n\n", "It", "'s"]]
+    reply = {"model": {"n_vocab": 100}, "tokens": tokens}
+    assert thinking_tokens(reply) == {0, 1, 2, 3, 4}
+    assert thinking_tokens({"prefill": "<think>\n", "tokens": tokens[2:]}) == {0, 1, 2}
+    html = lens_html(reply)
+    assert html.count("lens-tok lens-think") == 5 and "5 thinking tokens" in html
+    assert "thinking tokens" not in lens_html({"model": {"n_vocab": 100}, "tokens": tokens[6:]})
+
+
+def test_thinking_is_counted_in_the_budget_by_the_templates_rule():
+    from lreact.traces import thinking_tokens
+    history = [SYSTEM, UserMessage("Hi"), AssistantMessage("Hello.", [], "x" * 40), BERLIN,
+               AssistantMessage("", [ToolCall("c", "get_weather", "{}")], "y" * 80)]
+    assert thinking_tokens(history) == (20, 10)
+
+
+def test_check_setup_names_the_qwen_models_per_backend():
+    from lreact.engines.setup_report import models_line
+    for backend in ("ollama", "openai", "embedded"):
+        line = models_line(backend)
+        assert all(x in line for x in ("Qwen2.5", "Qwen3", "Qwen3.5", "LREACT_THINK", "verified"))
+    assert "LREACT_GGUF" in models_line("embedded") and "LREACT_MODEL" in models_line("ollama")
