@@ -18,6 +18,8 @@ The folders, and what each may import:
 The concepts (``lreact/``):
 
 - ``messages``     Part IV, the message types and their wire format
+- ``replies``      Part II and III, a raw reply taken apart: the thinking span, the JSON and XML
+                   call grammars of Qwen (``parse_reply``; reference code for the second lab)
 - ``sampling``     Part I, softmax, temperature, top-k, top-p, sampling (reference code)
 - ``grammar``      Part I, a toy vocabulary and grammar for constrained decoding
 - ``chatml``       Part IV, the Qwen2.5 chat template as text (reference code)
@@ -59,6 +61,7 @@ from .messages import (
     message_from_wire,
     messages_to_wire,
 )
+from .replies import parse_reply
 from .textreact import ScriptedCompletion
 
 __all__ = [
@@ -68,7 +71,7 @@ __all__ = [
     "default_model", "check_setup",
     "ModelError", "EngineError", "OpenAICompatLLM", "configured_llm", "configured_backend",
     "describe_backend",
-    "MCPConnection", "run_python", "ScriptedCompletion",
+    "MCPConnection", "run_python", "ScriptedCompletion", "parse_reply",
 ]
 
 

@@ -13,6 +13,8 @@ The four functions are the course's reference versions of what the lab asks stud
   observation for the model, or ``None`` for a genuine answer;
 - ``repeat_count(history)``: how often in a row the newest requested call set was requested;
 - ``run_agent_hardened(...)``: the loop with both checks and a step cap, returning a ``RunResult``;
+  with a thinking model it keeps the thinking out of the answer and re-sends it by the rule of
+  Qwen's templates (second lab, C.6; lecture Part II, "Native reasoning models");
 - ``compact_history(history, budget, count_tokens)``: a history that fits a token budget and
   never separates a call from its result.
 """
@@ -23,6 +25,7 @@ import re
 
 from .messages import AssistantMessage, RunResult, SystemMessage, ToolResultMessage, UserMessage
 from .reference import reference_implementation
+from .replies import original, split_reasoning
 from .traces import SYSTEM_PROMPT
 
 FORMAT_ERROR_PREFIX = "FORMAT ERROR: "
@@ -116,14 +119,26 @@ def run_agent_hardened(user_input, llm, tools, execute, *, history=None, max_ste
                        max_format_errors=3, max_repeats=3, system_prompt=None):
     """The Prompt-ToolLoop with a harness: format errors are fed back, repeated calls are caught,
     and the run says how it ended (a ``RunResult``).  ``execute(call)`` runs one call and returns
-    its ``ToolResultMessage``."""
+    its ``ToolResultMessage``.
+
+    Thinking models: a thinking span left in a reply's text is split off into ``reasoning``
+    (``lreact.replies.split_reasoning``), so the format check and the answer see the rest only;
+    each call sends the history with the thinking of the turns before the newest user message
+    left out, the rule of Qwen3's and Qwen3.5's templates (the history keeps all of it)."""
 
     if history is None:
         history = [SystemMessage(system_prompt or SYSTEM_PROMPT)]
     history.append(UserMessage(user_input))
     format_errors = 0
     for step in range(1, max_steps + 1):
-        response = llm(history, tools)
+        newest_user = max(i for i, m in enumerate(history) if isinstance(m, UserMessage))
+        sent = [AssistantMessage(m.text, m.tool_calls)
+                if isinstance(m, AssistantMessage) and i < newest_user else m
+                for i, m in enumerate(history)]
+        response = llm(sent, tools)
+        reasoning, answer = original(split_reasoning)(response.text)
+        if answer != response.text:
+            response = AssistantMessage(answer, response.tool_calls, reasoning)
         history.append(response)
         if not response.tool_calls:
             problem = format_error(response.text, tools)

@@ -5,14 +5,18 @@ because each carries different fields:
 
 - ``SystemMessage(content)``: the standing instructions, first in every call;
 - ``UserMessage(content)``: what the user typed;
-- ``AssistantMessage(text, tool_calls)``: one model turn, text and/or a list of ``ToolCall``;
+- ``AssistantMessage(text, tool_calls, reasoning)``: one model turn, text and/or a list of
+  ``ToolCall``, and the thinking span of a thinking model (``reasoning``: empty when there is
+  none; never part of ``text``: lecture Part II, "Native reasoning models");
 - ``ToolCall(id, name, arguments)``: one requested call, ``arguments`` a JSON *string*
   (as the model sampled it: it may be malformed, which is why the runtime validates it);
 - ``ToolResultMessage(tool_call_id, content)``: the result of one call, paired by id.
 
 ``messages_to_wire`` / ``message_from_wire`` convert to and from the JSON that Ollama's
 ``/api/chat`` speaks (lecture Part IV, "Message types: what the loop stores"; the recorded exchanges in
-``tests/fixtures/ollama/`` show that JSON).
+``tests/fixtures/ollama/`` show that JSON).  The thinking travels in each engine's own field
+(``REASONING_FIELDS``): ``thinking`` on Ollama's ``/api/chat``, ``reasoning_content`` on
+llama-server (and vLLM before it removed that name), ``reasoning`` on vLLM and Ollama's ``/v1``.
 """
 from __future__ import annotations
 
@@ -73,10 +77,12 @@ class ToolCall:
 class AssistantMessage:
     text: str = ""
     tool_calls: list = field(default_factory=list)
+    reasoning: str = ""   # the thinking span of a thinking model; never part of text
     role: ClassVar[str] = "assistant"
 
     def __post_init__(self):
         _require_str(self.text, "AssistantMessage.text")
+        _require_str(self.reasoning, "AssistantMessage.reasoning")
         self.tool_calls = list(self.tool_calls)
         for call in self.tool_calls:
             if not isinstance(call, ToolCall):
@@ -147,12 +153,22 @@ def arguments_as_object(arguments: str):
     return value if isinstance(value, dict) else {"__raw_arguments__": arguments}
 
 
-def messages_to_wire(messages) -> list:
+# where each engine puts the thinking of an assistant message, in and out
+REASONING_FIELDS = ("thinking", "reasoning_content", "reasoning")
+
+
+def messages_to_wire(messages, *, reasoning_field: str = "thinking") -> list:
     """Convert a history to the list of dicts that Ollama's ``/api/chat`` expects.
 
     Tool results carry ``tool_name`` (Ollama's field, looked up from the call they answer)
-    and ``tool_call_id``; assistant tool calls carry their ``id``.
+    and ``tool_call_id``; assistant tool calls carry their ``id``.  An assistant message's
+    ``reasoning``, when it has one, goes in ``reasoning_field`` (Ollama's ``thinking`` unless
+    another engine's name is asked for: ``REASONING_FIELDS``).  Which thinking to send at all is
+    the runtime's choice (the template's rule: second lab, C.6), made before this is called.
     """
+    if reasoning_field not in REASONING_FIELDS:
+        raise ValueError(f"reasoning_field must be one of {REASONING_FIELDS}, got "
+                         f"{reasoning_field!r}")
     names = {}
     wire = []
     for i, m in enumerate(messages):
@@ -160,6 +176,8 @@ def messages_to_wire(messages) -> list:
             wire.append({"role": m.role, "content": m.content})
         elif isinstance(m, AssistantMessage):
             out = {"role": "assistant", "content": m.text}
+            if m.reasoning:
+                out[reasoning_field] = m.reasoning
             if m.tool_calls:
                 out["tool_calls"] = []
                 for call in m.tool_calls:
@@ -187,7 +205,9 @@ def message_from_wire(message: dict, new_id: Callable[[], str] = new_call_id) ->
 
     For an assistant message, a tool call keeps the server's ``id`` when it has one and gets
     ``new_id()`` otherwise; ``arguments`` becomes a JSON string whether it came as an object
-    (``/api/chat``) or as a string (the OpenAI-compatible endpoint).
+    (``/api/chat``) or as a string (the OpenAI-compatible endpoint).  The thinking is read from
+    whichever of ``REASONING_FIELDS`` holds text (``thinking``, ``reasoning_content``,
+    ``reasoning``, in that order).
     """
     if not isinstance(message, dict) or "role" not in message:
         raise ValueError(f"not a wire message (a dict with a 'role'): {message!r}")
@@ -208,5 +228,7 @@ def message_from_wire(message: dict, new_id: Callable[[], str] = new_call_id) ->
                 args = json.dumps(args, ensure_ascii=False)
             calls.append(ToolCall(id=raw.get("id") or new_id(), name=fn.get("name", ""),
                                   arguments=args))
-        return AssistantMessage(text=content, tool_calls=calls)
+        reasoning = next((message[k] for k in REASONING_FIELDS
+                          if isinstance(message.get(k), str) and message[k]), "")
+        return AssistantMessage(text=content, tool_calls=calls, reasoning=reasoning)
     raise ValueError(f"unknown role {role!r}: expected system, user, assistant or tool")

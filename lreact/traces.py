@@ -176,3 +176,21 @@ def context_segments(messages, tools=None):
 def context_tokens(messages, tools=None) -> int:
     """Approximate tokens of the whole text one call sends (sum of its segments)."""
     return sum(seg[3] for seg in context_segments(messages, tools))
+
+
+def thinking_tokens(history) -> tuple:
+    """``(sent, left_out)``: approximate tokens of the thinking spans (``AssistantMessage.reasoning``)
+    that the next call re-sends by the rule of Qwen3's and Qwen3.5's templates (the turns after
+    the newest user message) and that it leaves out (the older ones).  Lecture Part IV, "The
+    context budget"; Part II, "Native reasoning models"."""
+    from .messages import AssistantMessage, UserMessage
+    users = [i for i, m in enumerate(history) if isinstance(m, UserMessage)]
+    newest = users[-1] if users else -1
+    sent = left_out = 0
+    for i, m in enumerate(history):
+        if isinstance(m, AssistantMessage) and m.reasoning:
+            if i > newest:
+                sent += approx_tokens(m.reasoning)
+            else:
+                left_out += approx_tokens(m.reasoning)
+    return sent, left_out

@@ -74,7 +74,7 @@ def test_tool_call_blocks_become_calls_with_unique_ids():
     text = ('Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Berlin"}}\n'
             '</tool_call>\n<tool_call>\n{"name": "calculate", "arguments": "{\\"expression\\": '
             '\\"1+1\\"}"}\n</tool_call><|im_end|>')
-    reply = engine_text.parse_reply(text, _ids())
+    reply = lreact.parse_reply(text, new_id=_ids())
     assert [(c.id, c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
         ("call_1", "get_weather", {"city": "Berlin"}), ("call_2", "calculate", {"expression": "1+1"})]
     assert reply.text == "Let me look."
@@ -88,7 +88,7 @@ def test_tool_call_blocks_become_calls_with_unique_ids():
     '<tool_response>\n12°C, rainy\n</tool_response>',                                     # copied tags
 ])
 def test_a_reply_that_is_no_valid_call_stays_the_models_text(text):
-    reply = engine_text.parse_reply(text, _ids())
+    reply = lreact.parse_reply(text, new_id=_ids())
     assert reply.tool_calls == [] and reply.text == text.strip()
 
 

@@ -123,7 +123,8 @@ class FirstCallByGrammar:
         if self.replies > 1:
             return self.llm(messages, tools)
         text = self.llm.chat_text(messages, json_schema=CALL_SCHEMA)
-        return engine_text.parse_reply(f"<tool_call>\n{text}\n</tool_call>", self.llm._fresh_id)
+        return lreact.parse_reply(f"<tool_call>\n{text}\n</tool_call>", tools,
+                                  new_id=self.llm._fresh_id)
 
 
 def _format_errors(history, tools):

@@ -11,7 +11,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
 CATALOGUE = ROOT / "autograder" / "proofs" / "wrong_answers" / "lecture-ReAct-lab2"
-GRADED = {"format_error": 3, "repeat_count": 2, "run_agent_hardened": 8, "compact_history": 4}
+GRADED = {"format_error": 3, "repeat_count": 2, "run_agent_hardened": 11, "compact_history": 4,
+          "split_reasoning": 2, "parse_xml_call": 3}
 
 
 @pytest.fixture(scope="module")

@@ -493,7 +493,7 @@ def test_ollama_text_reencodes_tools_like_the_go_structs_and_adds_the_default_sy
                                       "alpha": {"type": "integer"}},
                        "required": ["zeta"]}}}
     user = UserMessage("hi")
-    served = ollama_qwen_text([SystemMessage("Be brief."), user], [tool])
+    served = ollama_qwen_text([SystemMessage("Be brief."), user], [tool], version="0.13.5")
     line = next(l for l in served.splitlines() if l.startswith('{"type": "function"'))
     assert line == ('{"type": "function", "function": {"name":"lookup","description":"a \\u003cb\\u003e '
                     '\\u0026 c","parameters":{"type":"object","required":["zeta"],"properties":{"alpha":'
@@ -506,6 +506,31 @@ def test_ollama_text_reencodes_tools_like_the_go_structs_and_adds_the_default_sy
     assert no_system.startswith(f"<|im_start|>system\n{QWEN25_DEFAULT_SYSTEM}<|im_end|>\n")
     assert render_chatml([user]).startswith("<|im_start|>user")
     assert ollama_qwen_text([user], default_system="") == render_chatml([user])
+
+
+def test_ollama_text_since_0_14_prints_the_function_as_a_go_struct():
+    """research/qwen-engines.md, section 1: the tools line of v0.14.0 to v0.33.0-rc2."""
+    from lreact import SystemMessage, UserMessage
+    from lreact.engines.ollama_text import go_struct_text, ollama_qwen_text, parse_version
+    tool = {"type": "function", "function": {
+        "name": "get_weather", "description": "Get the current weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string",
+                       "description": "City name"}}, "required": ["city"]}}}
+    history = [SystemMessage("You are a helpful assistant."), UserMessage("hi")]
+    struct = ('{"type": "function", "function": {get_weather Get the current weather for a city '
+              '{object <nil> <nil> [city] {"city":{"type":"string","description":"City name"}}}}}')
+    for version in ("0.14.0", "v0.32.15", "0.33.0-rc2", (0, 20)):
+        assert struct in ollama_qwen_text(history, [tool], version=version).splitlines()
+    assert struct in ollama_qwen_text(history, [tool]).splitlines()      # the newest checked
+    old = ollama_qwen_text(history, [tool], version="0.12.11")
+    assert ('{"type": "function", "function": {"name":"get_weather","description":"Get the current '
+            'weather for a city","parameters":{"type":"object","required":["city"],"properties":'
+            '{"city":{"type":"string","description":"City name"}}}}}') in old.splitlines()
+    no_description = {"name": "f", "parameters": {"type": "object", "properties": {}}}
+    assert go_struct_text(no_description) == "{f  {object <nil> <nil> [] {}}}"
+    assert parse_version("0.13.5") == (0, 13)
+    with pytest.raises(ValueError, match="not an Ollama version"):
+        parse_version("latest")
 
 
 def test_workload_estimate_follows_the_stated_rule(tmp_path):

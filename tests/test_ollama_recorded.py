@@ -60,7 +60,8 @@ def test_request_body_is_exactly_the_recorded_one(router):
     assert body == fx["request"]["json"]
     assert body["stream"] is False
     assert body["model"] == "qwen2.5:7b"
-    assert body["options"] == {"temperature": 0, "top_k": 40, "top_p": 0.9, "seed": 42}
+    assert body["options"] == {"temperature": 0, "top_k": 40, "top_p": 0.9, "seed": 42,
+                               "num_predict": 512}      # every backend's reply cap
     assert [t["function"]["name"] for t in body["tools"]] == ["get_weather", "calculate"]
 
 
@@ -87,14 +88,14 @@ def test_no_tools_and_no_options_are_left_out(router):
     _, route = replay(router, "chat_text_answer")
     OllamaLLM("qwen2.5:7b", host=HOST, timeout=30)([BERLIN], None)
     body = sent_json(route)
-    assert "tools" not in body and "options" not in body
+    assert "tools" not in body and body["options"] == {"num_predict": 512}   # only the cap
     assert body["messages"] == [{"role": "user", "content": "What's the weather in Berlin?"}]
 
 
 def test_none_options_are_dropped_and_unknown_ones_refused(router):
     _, route = replay(router, "chat_text_answer")
     OllamaLLM("qwen2.5:7b", host=HOST, timeout=30, temperature=0.7, seed=None)([BERLIN], None)
-    assert sent_json(route)["options"] == {"temperature": 0.7}
+    assert sent_json(route)["options"] == {"temperature": 0.7, "num_predict": 512}
     with pytest.raises(TypeError, match="temprature"):
         OllamaLLM("qwen2.5:7b", host=HOST, temprature=0.7)
 

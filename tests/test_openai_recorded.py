@@ -81,8 +81,10 @@ def sent_today(fx):
     on a real llama-cpp-python server (issue 17), neither of which changes llama-server's or
     vLLM's answer: tools come with ``tool_choice: "auto"`` spelled out (their default; without
     it llama-cpp-python's server never shows the model the tools), and a call-only assistant turn
-    has ``content: ""`` (it was ``null``, which llama-cpp-python's server refuses)."""
+    has ``content: ""`` (it was ``null``, which llama-cpp-python's server refuses).  A third:
+    every reply is capped (``max_tokens`` 512 unless the request set one), as on every backend."""
     body = json.loads(json.dumps(fx["request"]["json"]))
+    body.setdefault("max_tokens", 512)
     if body.get("tools"):
         body["tool_choice"] = "auto"
     for m in body.get("messages", []):

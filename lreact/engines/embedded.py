@@ -7,16 +7,24 @@ binding of llama.cpp) runs it in the notebook's kernel; the rest is what those e
 
 - the conversation is rendered with the model's own chat template from the GGUF file, or the
   course's Qwen2.5 ChatML (``lreact.engines.engine_text``), then continued as text;
-- ``<tool_call>`` blocks of the reply become ``ToolCall``s with unique ids; a reply that is not a
+- the reply is taken apart by ``lreact.parse_reply``: a thinking span (``<think>...</think>``,
+  or a reply that starts inside a prefilled ``<think>``) goes to ``reasoning``, and every
+  ``<tool_call>`` block, in Qwen2.5/Qwen3's JSON grammar or Qwen3.5's XML grammar (values
+  converted by the tool's schema), becomes a ``ToolCall`` with a unique id; a reply that is not a
   valid call comes back as the text the model wrote;
+- a template with a thinking switch (Qwen3, Qwen3.5: ``enable_thinking``) gets it from
+  ``think=`` or ``$LREACT_THINK`` (``on``/``off``; auto, the default, leaves the template's
+  default); ``chat_template=`` replaces the GGUF file's template with another Jinja text (as
+  llama-server's ``--chat-template-file`` does);
 - every call evaluates its prompt afresh (no prompt cache), so at temperature 0, or with a
   fixed seed, a rerun repeats exactly, whatever ran in between;
 - ``tool_grammar=True`` constrains every reply to tools to a well-formed ``<tool_call>`` for
   one of them or plain prose (a GBNF grammar: ``lreact.engines.call_grammar``; second lab C.4, "Does
   sampling break tool calls?");
 - ``timeout`` bounds the generation (checked at every token); ``max_tokens`` caps a reply
-  (512 tokens unless set); an input longer than the context window is an error that says both
-  sizes.
+  (``DEFAULT_MAX_TOKENS``, 512, unless set: the same cap as the other backends; ``last["cut"]``
+  says whether it ended the last reply); an input longer than the context window is an error
+  that says both sizes.
 
 The model is loaded once per process and file (``MODELS``, keyed by path and context size):
 ``check_setup()`` loads it, and every ``EmbeddedLLM`` after that reuses it.  Besides the protocol
@@ -35,13 +43,19 @@ import time
 import numpy as np
 
 from ..messages import AssistantMessage, new_call_id
+from ..replies import THINK_OPEN, original, parse_reply, split_reasoning
 from .embedded_models import MODELS, EmbeddedError, LoadedModel, log_softmax
-from .engine_text import IM_END, parse_reply
+from .engine_text import IM_END, ChatTemplate
 from .gguf import DEFAULT_GGUF_FILE, GGUF_ENV_VAR, locate
-from .models import _check_history, _require_timeout
+from .models import (
+    DEFAULT_MAX_TOKENS,
+    _check_history,
+    _require_timeout,
+    reply_run,
+    thinking_setting,
+)
 
 DEFAULT_N_CTX = 4096
-DEFAULT_MAX_TOKENS = 512
 DEFAULT_TIMEOUT = 120.0
 SAMPLING_DEFAULTS = {"temperature": 0.8, "top_p": 0.95, "top_k": 40}
 CHAT_STOPS = [IM_END, "<|im_start|>"]
@@ -61,7 +75,8 @@ class EmbeddedLLM:
     """A GGUF model run by llama.cpp in this process.
 
     ``EmbeddedLLM(model_path=None, *, n_ctx=4096, timeout=120, temperature=0.8, top_p=0.95,
-    top_k=40, seed=None, max_tokens=512, stop=None, tool_grammar=False)``.  ``model_path`` defaults to
+    top_k=40, seed=None, max_tokens=512, stop=None, tool_grammar=False, think=None,
+    chat_template=None)``.  ``model_path`` defaults to
     ``$LREACT_GGUF``, else the course's default model (``lreact.engines.gguf``: found in the Hugging Face
     cache or fetched once).  Creating the object loads nothing; the first call loads the model,
     or reuses the one already loaded in this process.  No seed means a fresh random seed per call.
@@ -73,7 +88,7 @@ class EmbeddedLLM:
     OPTION_NAMES = ("temperature", "top_p", "top_k", "seed", "max_tokens", "stop")
 
     def __init__(self, model_path=None, *, n_ctx=DEFAULT_N_CTX, timeout=DEFAULT_TIMEOUT,
-                 tool_grammar=False, **options):
+                 tool_grammar=False, think=None, chat_template=None, **options):
         unknown = set(options) - set(self.OPTION_NAMES)
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)}; known: "
@@ -85,9 +100,14 @@ class EmbeddedLLM:
         if not isinstance(tool_grammar, bool):
             raise TypeError(f"tool_grammar must be True or False, got {tool_grammar!r}")
         self.tool_grammar = tool_grammar
+        self.think = thinking_setting(think)
+        if chat_template is not None and not (isinstance(chat_template, str) and chat_template):
+            raise TypeError("chat_template must be the text of a Jinja chat template")
+        self.chat_template = chat_template
+        self._own_template = None
         self.timeout = _require_timeout(timeout)
         self.options = {k: v for k, v in options.items() if v is not None}
-        self.last = {}      # usage of the last call: prompt_tokens, completion_tokens, finish
+        self.last = {}      # the last reply's run: tokens, finish, cap, cut (``reply_run``)
         self._seen_ids = set()
         self._counter = itertools.count(1)
 
@@ -119,11 +139,28 @@ class EmbeddedLLM:
             from .call_grammar import tool_call_gbnf
 
             grammar = LlamaGrammar.from_string(tool_call_gbnf(tools), verbose=False)
-        text = self._generate(m, m.template.render(messages, tools), stop=CHAT_STOPS,
-                              grammar=grammar)
+        prompt = self.template(m).render(messages, tools, thinking=self.think)
+        text = self._generate(m, prompt, stop=CHAT_STOPS, grammar=grammar)
+        if prompt.rstrip().endswith(THINK_OPEN):
+            # the template prefilled <think> (Qwen3's Thinking-2507 models): the reply starts
+            # inside the span, so a reply cut while thinking is still thinking, not an answer
+            text = THINK_OPEN + text
         if not tools:
-            return AssistantMessage(text=text.replace(IM_END, "").strip())
-        return parse_reply(text, self._fresh_id)
+            # engine code: the unguarded originals (a lab's setup cell guards them for answers)
+            reasoning, answer = original(split_reasoning)(text.replace(IM_END, ""))
+            return AssistantMessage(text=answer.strip(), reasoning=reasoning)
+        return original(parse_reply)(text, tools, new_id=self._fresh_id)
+
+    def template(self, m: LoadedModel) -> ChatTemplate:
+        """The chat template prompts are rendered with: ``chat_template=`` when given, else the
+        model file's (``LoadedModel.template``)."""
+        if self.chat_template is None:
+            return m.template
+        if self._own_template is None:
+            self._own_template = ChatTemplate(self.chat_template,
+                                              eos_token=m.token_text(m.llama.token_eos()),
+                                              bos_token=m.token_text(m.llama.token_bos()))
+        return self._own_template
 
     def chat_text(self, messages, *, json_schema=None) -> str:
         """The text of one reply (no tools); with ``json_schema`` decoding is constrained to it
@@ -139,8 +176,8 @@ class EmbeddedLLM:
             except Exception as e:   # the converter raises plain Exceptions for unsupported parts
                 raise EmbeddedError(f"This engine cannot turn that JSON schema into a grammar "
                                     f"({type(e).__name__}: {e}).") from None
-        return self._generate(m, m.template.render(messages), stop=CHAT_STOPS,
-                              grammar=grammar).strip()
+        return self._generate(m, self.template(m).render(messages, thinking=self.think),
+                              stop=CHAT_STOPS, grammar=grammar).strip()
 
     def complete(self, prompt: str, *, stop=None, max_tokens=None, **options) -> str:
         """Continue the raw text ``prompt`` (no chat template), stopping before any string of
@@ -158,7 +195,8 @@ class EmbeddedLLM:
         """The log-probabilities of the first reply token to ``messages`` (or of the token after
         a raw prompt ``str``) over the whole vocabulary, before any sampling setting."""
         m = self.loaded()
-        prompt = messages if isinstance(messages, str) else m.template.render(messages)
+        prompt = messages if isinstance(messages, str) else \
+            self.template(m).render(messages, thinking=self.think)
         with m.lock:
             tokens = self._fit(m, prompt, 1)[0]
             m.llama.reset()
@@ -182,7 +220,8 @@ class EmbeddedLLM:
         opts = self._sampling(options)
         out = []
         with m.lock:
-            tokens, limit = self._fit(m, m.template.render(messages), int(max_tokens))
+            tokens, limit = self._fit(m, self.template(m).render(messages, thinking=self.think),
+                                      int(max_tokens))
             m.llama.reset()
             m.llama.set_seed(opts.pop("seed"))
             steps = m.llama.generate(tokens, temp=opts["temperature"], top_p=opts["top_p"],
@@ -250,9 +289,8 @@ class EmbeddedLLM:
                 stopping_criteria=StoppingCriteriaList([past_deadline])))
         choice = result["choices"][0]
         usage = result.get("usage") or {}
-        self.last = {"prompt_tokens": usage.get("prompt_tokens", len(tokens)),
-                     "completion_tokens": usage.get("completion_tokens"),
-                     "finish": choice.get("finish_reason")}
+        self.last = reply_run(usage.get("prompt_tokens", len(tokens)),
+                              usage.get("completion_tokens"), choice.get("finish_reason"), limit)
         return choice["text"]
 
     def _fresh_id(self) -> str:

@@ -9,14 +9,17 @@ The embedded backend (``lreact.engines.embedded``) does here what Ollama or llam
   llama-cpp-python's ``Jinja2ChatFormatter``), used when it shows the tools to the model;
   otherwise the course's Qwen2.5 ChatML (``chatml_prompt``: the layout of Part IV, with the
   course's tool instructions ``lreact.chatml.TOOLS_PREAMBLE`` / ``TOOLS_POSTAMBLE``);
-- ``parse_reply(text, new_id)``: ``<tool_call>`` blocks into ``ToolCall``s with fresh ids, as
-  Ollama's Qwen parser does.  A reply whose blocks do not all hold a valid call stays the text
-  the model wrote: the runtime sees it (second lab, Part C, ``format_error``).
+- the reply is taken apart by ``lreact.replies.parse_reply`` (thinking, both Qwen call
+  grammars), the one parser of the package.
+
+A template that has ``enable_thinking`` (Qwen3, Qwen3.5) gets it from ``render(...,
+thinking=True/False)``; ``None`` leaves the template's default.  Earlier thinking reaches the
+template as each message's ``reasoning_content`` (the field Qwen's templates read), and the
+template applies its own rule to it.
 """
 from __future__ import annotations
 
 import json
-import re
 
 from ..chatml import TOOLS_POSTAMBLE, TOOLS_PREAMBLE
 from ..messages import (
@@ -29,7 +32,6 @@ from ..messages import (
 )
 
 IM_END = "<|im_end|>"
-_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
 _PROBE_TOOL = {"type": "function", "function": {
     "name": "lreact_probe_tool", "description": "probe",
     "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
@@ -38,8 +40,9 @@ _PROBE_TOOL = {"type": "function", "function": {
 def wire_messages(history) -> list:
     """The history as the list of dicts a Jinja chat template reads: Ollama's wire form
     (``messages_to_wire``) with OpenAI's ``type`` on each call, the tool's ``name`` on each
-    result, and malformed arguments shown as the model wrote them."""
-    out = messages_to_wire(history)
+    result, malformed arguments shown as the model wrote them, and an assistant message's
+    thinking as ``reasoning_content``."""
+    out = messages_to_wire(history, reasoning_field="reasoning_content")
     for entry in out:
         for call in entry.get("tool_calls", ()):
             call["type"] = "function"
@@ -96,6 +99,7 @@ class ChatTemplate:
 
     def __init__(self, template, *, eos_token="", bos_token=""):
         self.formatter = None
+        self.thinking_switch = bool(template) and "enable_thinking" in template
         self.source = "the course's Qwen2.5 ChatML (the GGUF file has no chat template)"
         if template:
             try:
@@ -118,11 +122,16 @@ class ChatTemplate:
     def own(self) -> bool:
         return self.formatter is not None
 
-    def render(self, history, tools=None) -> str:
+    def render(self, history, tools=None, *, thinking=None) -> str:
+        """The prompt text for ``history``; ``thinking`` (True/False) is passed as
+        ``enable_thinking`` to a template that has that switch, ``None`` leaves its default."""
         wire = wire_messages(history)
         if self.formatter is not None:
+            extra = {"enable_thinking": bool(thinking)} \
+                if thinking is not None and self.thinking_switch else {}
             try:
-                return self.formatter(messages=wire, tools=list(tools) if tools else None).prompt
+                return self.formatter(messages=wire, tools=list(tools) if tools else None,
+                                      **extra).prompt
             except Exception:   # e.g. a template that raise_exception()s on this history
                 pass
         return chatml_prompt(wire, tools)
@@ -132,31 +141,3 @@ def _probe_history():
     return [SystemMessage("s"), UserMessage("u"),
             AssistantMessage(tool_calls=[ToolCall("call_1", "lreact_probe_tool", '{"x": "1"}')]),
             ToolResultMessage("call_1", "r")]
-
-
-def parse_reply(text: str, new_id) -> AssistantMessage:
-    """The model's raw reply as an AssistantMessage.  Every ``<tool_call>`` block must hold a
-    JSON object ``{"name": str, "arguments": object}``; then each becomes a ToolCall (``arguments``
-    as a JSON string, id from ``new_id()``) and the text outside the blocks is the message text.
-    If any block is not such a call, nothing is parsed: the whole text comes back as written."""
-    text = text.replace(IM_END, "").strip()
-    if "<tool_call>" not in text:
-        return AssistantMessage(text=text)
-    calls = []
-    for block in _BLOCK.findall(text):
-        try:
-            call = json.loads(block.strip())
-        except ValueError:
-            return AssistantMessage(text=text)
-        args = call.get("arguments", {}) if isinstance(call, dict) else None
-        if isinstance(args, str):       # some models write the arguments as a JSON string
-            try:
-                args = json.loads(args)
-            except ValueError:
-                return AssistantMessage(text=text)
-        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and call["name"]
-                and isinstance(args, dict)):
-            return AssistantMessage(text=text)
-        calls.append(ToolCall(new_id(), call["name"], json.dumps(args, ensure_ascii=False)))
-    rest = _BLOCK.sub("", text).strip()
-    return AssistantMessage(text=rest, tool_calls=calls)

@@ -26,6 +26,7 @@ from ..messages import (
     messages_to_wire,
     new_call_id,
 )
+from ..replies import THINK_CLOSE, original, split_reasoning
 
 # The one place the default model is pinned.  Override with the LREACT_MODEL environment variable
 # or OllamaLLM(model=...).  qwen2.5:7b is the lecture's lab model; on a small machine use
@@ -33,6 +34,34 @@ from ..messages import (
 DEFAULT_MODEL = "qwen2.5:7b"
 MODEL_ENV_VAR = "LREACT_MODEL"
 DEFAULT_TIMEOUT = 120.0  # seconds; a first call may have to load the weights
+# Every backend stops a reply at this many tokens unless told otherwise (max_tokens=, Ollama's
+# num_predict=): without a cap a looping reply runs to the end of the context window (on a real
+# llama-server with SmolLM2 one ran 84 s to the end of a 4,096-token window).  A reply that
+# hit the cap says so in the model object's ``last`` (``"cut": True``).
+DEFAULT_MAX_TOKENS = 512
+THINK_ENV_VAR = "LREACT_THINK"
+THINK_VALUES = {"on": True, "true": True, "off": False, "false": False, "auto": None, "": None}
+
+
+def thinking_setting(value=None):
+    """Whether to ask a thinking model to think: ``True``, ``False``, or ``None`` (say nothing:
+    the engine's and the model's default).  ``value`` (a bool, ``"on"``, ``"off"``, ``"auto"``
+    or None) wins; None reads ``$LREACT_THINK`` (unset means auto)."""
+    if isinstance(value, bool):
+        return value
+    raw = os.environ.get(THINK_ENV_VAR, "") if value is None else value
+    if not isinstance(raw, str) or raw.strip().lower() not in THINK_VALUES:
+        where = f"{THINK_ENV_VAR}={raw!r}" if value is None else f"think={value!r}"
+        raise ValueError(f"{where} is not a thinking setting: use on, off or auto (auto, the "
+                         "default, leaves it to the engine and the model)")
+    return THINK_VALUES[raw.strip().lower()]
+
+
+def reply_run(prompt_tokens, completion_tokens, finish, cap) -> dict:
+    """What a backend keeps about its last reply (its ``last``): token counts, why it ended,
+    the cap it ran under, and ``cut``: whether the cap ended it."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "finish": finish, "max_tokens": cap, "cut": finish == "length"}
 
 
 def default_model() -> str:
@@ -133,10 +162,18 @@ class OllamaLLM:
     """A real model behind a local Ollama server, over its documented REST API (``POST
     /api/chat`` with ``stream: false``) through ``httpx``, with a timeout on every request.
 
-    ``OllamaLLM(model=None, *, host=None, timeout=120, temperature=..., top_k=..., top_p=...,
-    seed=..., num_predict=..., num_ctx=...)``: sampling options go to Ollama's ``options``.
+    ``OllamaLLM(model=None, *, host=None, timeout=120, think=None, temperature=..., top_k=...,
+    top_p=..., seed=..., num_predict=..., num_ctx=...)``: sampling options go to Ollama's
+    ``options``; ``num_predict`` caps a reply (``DEFAULT_MAX_TOKENS`` unless set; Ollama's ``-1``
+    lifts the cap), and ``last["cut"]`` says whether the cap ended the last reply.
     Tool-call ids: the server's ``id`` is kept when it sends one (v0.12.10 or later); otherwise a
     fresh id is assigned, so every call of a run has a unique id.
+
+    Thinking models (Qwen3, Qwen3.5): ``think`` (``"on"``, ``"off"``, ``"auto"``, a bool; default
+    ``$LREACT_THINK``, unset: auto) is sent as Ollama's ``think`` unless auto, which leaves it
+    to the model's default.  The reply's ``message.thinking`` becomes ``reasoning``, and an
+    assistant message's ``reasoning`` goes back as ``thinking``: which turns still carry it is the
+    runtime's choice (the template's rule, second lab C.6).
 
     Besides the protocol ``llm(messages, tools)`` it offers ``complete(prompt, stop=, max_tokens=)``
     (raw text continuation, ``/api/generate`` with ``raw: true``) and ``chat_text(messages,
@@ -147,12 +184,15 @@ class OllamaLLM:
     OPTION_NAMES = ("temperature", "top_k", "top_p", "min_p", "seed", "num_predict", "num_ctx",
                     "stop", "repeat_penalty")
 
-    def __init__(self, model=None, *, host=None, timeout=DEFAULT_TIMEOUT, **options):
+    def __init__(self, model=None, *, host=None, timeout=DEFAULT_TIMEOUT, think=None,
+                 **options):
         unknown = set(options) - set(self.OPTION_NAMES)
         if unknown:
             raise TypeError(f"unknown Ollama option(s) {sorted(unknown)}; "
                             f"known: {', '.join(self.OPTION_NAMES)}")
         self.model = model or default_model()
+        self.think = thinking_setting(think)
+        self.last = {}      # the last reply's run: tokens, finish, cap, cut (``reply_run``)
         self.timeout = _require_timeout(timeout)
         self.options = {k: v for k, v in options.items() if v is not None}
         self.host = ollama_host(host)
@@ -161,12 +201,14 @@ class OllamaLLM:
         self._counter = itertools.count(1)
 
     def __repr__(self):
-        return f"OllamaLLM(model={self.model!r}, host={self.host!r}, options={self.options})"
+        think = "" if self.think is None else f", think={self.think}"
+        return (f"OllamaLLM(model={self.model!r}, host={self.host!r}, options={self.options}"
+                f"{think})")
 
     # -- the protocol ------------------------------------------------------------------------
     def __call__(self, messages, tools=None) -> AssistantMessage:
         _check_history(messages, tools)
-        data = self.chat_raw(messages_to_wire(messages), tools=tools)
+        data = self.chat_raw(messages_to_wire(messages), tools=tools, think=self.think)
         return self._to_assistant(data["message"])
 
     def _fresh_id(self) -> str:
@@ -177,6 +219,11 @@ class OllamaLLM:
 
     def _to_assistant(self, wire_message: dict) -> AssistantMessage:
         message = message_from_wire({**wire_message, "role": "assistant"}, new_id=self._fresh_id)
+        if not message.reasoning and THINK_CLOSE in message.text:
+            # a model whose thinking Ollama did not separate (no thinking parser for it): the
+            # span is still kept out of the text, with the course's one splitter
+            reasoning, text = original(split_reasoning)(message.text)
+            message = AssistantMessage(text, message.tool_calls, reasoning)
         for call in message.tool_calls:
             if call.id in self._seen_ids:  # a repeated server id would break the pairing
                 call.id = self._fresh_id()
@@ -209,6 +256,7 @@ class OllamaLLM:
             opts["stop"] = [stop] if isinstance(stop, str) else list(stop)
         if max_tokens is not None:
             opts["num_predict"] = int(max_tokens)
+        opts.setdefault("num_predict", DEFAULT_MAX_TOKENS)
         payload = {"model": self.model, "prompt": prompt, "raw": True, "stream": False}
         if opts:
             payload["options"] = opts
@@ -217,6 +265,7 @@ class OllamaLLM:
                 raise ValueError("Ollama allows top_logprobs from 0 to 20")
             payload.update(logprobs=True, top_logprobs=int(top_logprobs))
         data = self._post("/api/generate", payload, size=len(prompt))
+        self._keep_run(data, opts["num_predict"])
         if not isinstance(data.get("response"), str):
             raise OllamaError(f"Ollama at {self.host} answered /api/generate without a "
                               f"`response` text ({_short_json(data)}); update Ollama.")
@@ -228,9 +277,12 @@ class OllamaLLM:
         always holds a ``message`` (an answer without one is an error).
 
         ``extra`` may hold ``options`` (merged over the instance's), ``logprobs``,
-        ``top_logprobs``, ``format``.  Errors become ``OllamaError`` with what to do.
+        ``top_logprobs``, ``format``, ``think`` (None: not sent).  The reply is capped at
+        ``DEFAULT_MAX_TOKENS`` unless ``num_predict`` says otherwise.  Errors become
+        ``OllamaError`` with what to do.
         """
         options = {**self.options, **(extra.pop("options", None) or {})}
+        options.setdefault("num_predict", DEFAULT_MAX_TOKENS)
         payload = {"model": self.model, "messages": list(wire_messages), "stream": False}
         if tools:
             payload["tools"] = list(tools)
@@ -239,12 +291,18 @@ class OllamaLLM:
         payload.update({k: v for k, v in extra.items() if v is not None})
         size = sum(len(str(m.get("content") or "")) for m in payload["messages"])
         data = self._post("/api/chat", payload, size=size)
+        self._keep_run(data, options["num_predict"])
         if not isinstance(data.get("message"), dict):
             raise OllamaError(
                 f"Ollama at {self.host} answered HTTP 200 but without a `message` "
                 f"({_short_json(data)}): that is not an empty answer but a server fault. Run the "
                 "cell again; if it persists, restart `ollama serve` or update Ollama.")
         return data
+
+    def _keep_run(self, data: dict, cap) -> None:
+        """``last``: what the server said about this reply (``done_reason: "length"``: cut)."""
+        self.last = reply_run(data.get("prompt_eval_count"), data.get("eval_count"),
+                              data.get("done_reason"), cap)
 
     def _post(self, path: str, payload: dict, *, size: int) -> dict:
         try:
@@ -298,8 +356,13 @@ class OllamaLLM:
                     f"`{_pull_hint(self.model)}` in a terminal, then run this cell again. "
                     f"(Server said: {text})")
         if "does not support tools" in low:
-            return (f"The model {self.model!r} does not support tool calling. Use a Qwen2.5 model, "
-                    f"e.g. set LREACT_MODEL=qwen2.5:7b and run `ollama pull qwen2.5:7b`. "
+            return (f"The model {self.model!r} does not support tool calling. Use a Qwen model "
+                    f"(2.5, 3 or 3.5), e.g. set LREACT_MODEL=qwen2.5:7b and run `ollama pull "
+                    f"qwen2.5:7b`. (Server said: {text})")
+        if "does not support thinking" in low:
+            return (f"The model {self.model!r} does not think (Qwen2.5 has no thinking span), "
+                    f"but thinking was asked for ({THINK_ENV_VAR}=on or think=). Unset "
+                    f"{THINK_ENV_VAR} (auto), or use a thinking model such as qwen3 or qwen3.5. "
                     f"(Server said: {text})")
         if status >= 500:
             return (f"Ollama answered HTTP {status}: the model runner crashed or failed to load "

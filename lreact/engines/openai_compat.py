@@ -14,6 +14,16 @@ some engines, llama-cpp-python's server among them, only apply when it is sent: 
 model never sees the tools); a call-only assistant turn with ``content: ""`` (the API allows
 ``null``, but llama-cpp-python's server refuses it with HTTP 500).
 
+Thinking models: the reply's thinking is read from ``reasoning_content`` (llama-server; vLLM
+before it removed that name) or ``reasoning`` (vLLM today, Ollama's ``/v1``), or split off the
+text when the engine left it there (llama-server ``--reasoning-format none``), and becomes the
+message's ``reasoning``.  It goes back in the field the engine itself used
+(``reasoning_content`` until the engine has answered with one).  ``LREACT_THINK=on|off`` (or
+``think=``) sends ``chat_template_kwargs: {"enable_thinking": ...}``, which llama-server and
+vLLM pass to the chat template; auto (the default) sends nothing.  Every reply is capped at
+``DEFAULT_MAX_TOKENS`` unless ``max_tokens`` says otherwise, and ``last["cut"]`` says whether
+the cap ended the last one.
+
 What it guarantees: tool-call ids are kept as the engine sent them, or assigned when missing (or
 repeated), unique within the model object's run; ``arguments`` stay the JSON *string* exactly as
 received, malformed or not (the runtime's validator must see what the model produced); every
@@ -35,8 +45,16 @@ from ..messages import (
     UserMessage,
     new_call_id,
 )
+from ..replies import THINK_CLOSE, original, split_reasoning
 from .engine_errors import error_text_of, explain_dropped, explain_status  # noqa: F401 (API)
-from .models import ModelError, _check_history, _require_timeout
+from .models import (
+    DEFAULT_MAX_TOKENS,
+    ModelError,
+    _check_history,
+    _require_timeout,
+    reply_run,
+    thinking_setting,
+)
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"   # llama-server --port 8080
 DEFAULT_TIMEOUT = 120.0
@@ -52,17 +70,26 @@ class EngineError(ModelError):
     """An OpenAI-compatible engine could not answer; the message says what to do about it."""
 
 
-def messages_to_openai(messages) -> list:
+REASONING_FIELDS = ("reasoning_content", "reasoning")   # llama-server / older vLLM; vLLM, Ollama /v1
+
+
+def messages_to_openai(messages, *, reasoning_field: str = "reasoning_content") -> list:
     """A history as the chat-completions ``messages`` list: assistant tool calls with their id and
     ``arguments`` as the JSON string they hold, results as ``role: tool`` with ``tool_call_id``.
     A call-only assistant turn has ``content: ""``: every engine reads it as no text, and
-    llama-cpp-python's server refuses ``null`` there (HTTP 500)."""
+    llama-cpp-python's server refuses ``null`` there (HTTP 500).  An assistant message's
+    ``reasoning`` goes in ``reasoning_field`` (``reasoning_content`` or ``reasoning``)."""
+    if reasoning_field not in REASONING_FIELDS:
+        raise ValueError(f"reasoning_field must be one of {REASONING_FIELDS}, got "
+                         f"{reasoning_field!r}")
     wire = []
     for i, m in enumerate(messages):
         if isinstance(m, (SystemMessage, UserMessage)):
             wire.append({"role": m.role, "content": m.content})
         elif isinstance(m, AssistantMessage):
             out = {"role": "assistant", "content": m.text or ""}
+            if m.reasoning:
+                out[reasoning_field] = m.reasoning
             if m.tool_calls:
                 out["tool_calls"] = [{"id": c.id, "type": "function",
                                       "function": {"name": c.name, "arguments": c.arguments}}
@@ -79,7 +106,9 @@ class OpenAICompatLLM:
     """A model behind an OpenAI-compatible engine.
 
     ``OpenAICompatLLM(model=None, *, base_url=None, api_key=None, timeout=120, max_retries=0,
-    temperature=None, top_p=None, seed=None, max_tokens=None, stop=None, top_k=None)``.
+    think=None, temperature=None, top_p=None, seed=None, max_tokens=None, stop=None,
+    top_k=None)``.  ``max_tokens`` defaults to ``DEFAULT_MAX_TOKENS``; ``think`` as in the
+    module's docstring.
 
     ``base_url`` defaults to ``$LREACT_BASE_URL``, else ``http://127.0.0.1:8080/v1``;
     ``model`` to ``$LREACT_MODEL``, else the first model the engine lists at ``/v1/models``
@@ -93,7 +122,7 @@ class OpenAICompatLLM:
     OPTION_NAMES = ("temperature", "top_p", "seed", "max_tokens", "stop", "top_k")
 
     def __init__(self, model=None, *, base_url=None, api_key=None, timeout=DEFAULT_TIMEOUT,
-                 max_retries=0, http_client=None, **options):
+                 max_retries=0, http_client=None, think=None, **options):
         import openai  # imported here so that the rest of the package works without it
 
         unknown = set(options) - set(self.OPTION_NAMES)
@@ -108,6 +137,9 @@ class OpenAICompatLLM:
                          or DEFAULT_BASE_URL).rstrip("/")
         self.model = model or os.environ.get("LREACT_MODEL", "").strip() or None
         self.options = {k: v for k, v in options.items() if v is not None}
+        self.think = thinking_setting(think)
+        self.reasoning_field = "reasoning_content"   # until the engine shows which it uses
+        self.last = {}      # the last reply's run: tokens, finish, cap, cut (``reply_run``)
         key = (api_key or os.environ.get("LREACT_API_KEY", "").strip()
                or os.environ.get("OPENAI_API_KEY", "").strip() or "not-needed")
         # http_client: an HTTP client of the kind the openai client takes (its public parameter;
@@ -125,8 +157,10 @@ class OpenAICompatLLM:
     def __call__(self, messages, tools=None) -> AssistantMessage:
         _check_history(messages, tools)
         extra = {"tools": list(tools), "tool_choice": "auto"} if tools else {}
-        choice = self._chat(messages_to_openai(messages), features=TOOL_FEATURES if tools else {},
-                            **extra)
+        if self.think is not None:
+            extra["extra_body"] = {"chat_template_kwargs": {"enable_thinking": self.think}}
+        wire = messages_to_openai(messages, reasoning_field=self.reasoning_field)
+        choice = self._chat(wire, features=TOOL_FEATURES if tools else {}, **extra)
         return self._to_assistant(choice.message)
 
     def chat_text(self, messages, *, json_schema=None) -> str:
@@ -214,6 +248,7 @@ class OpenAICompatLLM:
     def _sampling(options) -> dict:
         kw = {k: options[k] for k in ("temperature", "top_p", "seed", "max_tokens", "stop")
               if k in options}
+        kw.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
         if "top_k" in options:
             kw["extra_body"] = {"top_k": options["top_k"]}
         return kw
@@ -222,10 +257,17 @@ class OpenAICompatLLM:
         kw = self._sampling(self.options)
         if "top_k" in self.options:
             features = {**(features or {}), "top_k": "top_k"}
+        if "extra_body" in kw and "extra_body" in extra:
+            extra["extra_body"] = {**kw.pop("extra_body"), **extra["extra_body"]}
         result = self._request(lambda: self.client.chat.completions.create(
             model=self.resolved_model(), messages=wire_messages, **kw, **extra),
             size=_size(wire_messages), features=features)
         choices = getattr(result, "choices", None)
+        usage = getattr(result, "usage", None)
+        self.last = reply_run(getattr(usage, "prompt_tokens", None),
+                              getattr(usage, "completion_tokens", None),
+                              getattr(choices[0], "finish_reason", None) if choices else None,
+                              kw["max_tokens"])
         if not choices or getattr(choices[0], "message", None) is None:
             raise EngineError(
                 f"The engine at {self.base_url} answered HTTP 200 without a message (no "
@@ -253,7 +295,16 @@ class OpenAICompatLLM:
                 call_id = self._fresh_id()
             self._seen_ids.add(call_id)
             calls.append(ToolCall(call_id, str(getattr(fn, "name", "") or ""), args))
-        return AssistantMessage(text=getattr(message, "content", None) or "", tool_calls=calls)
+        text, reasoning = getattr(message, "content", None) or "", ""
+        for name in REASONING_FIELDS:     # fields the openai client keeps as extra attributes
+            value = getattr(message, name, None)
+            if isinstance(value, str) and value:
+                reasoning, self.reasoning_field = value, name
+                break
+        if not reasoning and THINK_CLOSE in text:
+            # the engine left the span in the text (llama-server --reasoning-format none)
+            reasoning, text = original(split_reasoning)(text)
+        return AssistantMessage(text=text, tool_calls=calls, reasoning=reasoning)
 
     def _request(self, send, *, size: int, features=None):
         import openai

@@ -24,7 +24,7 @@ from .backends import ALIASES, BackendChoice, backend_choice, configured_base_ur
 from .gguf import grading
 from .models import default_model, ollama_host
 from .setup_openai import check_openai
-from .setup_report import FALLBACK_LINE, SetupReport  # noqa: F401 - SetupReport re-exported
+from .setup_report import FALLBACK_LINE, SetupReport, models_line  # noqa: F401 - re-exported
 
 
 def check_setup(model=None, host=None, timeout: float = 5.0, verbose: bool = False,
@@ -65,6 +65,7 @@ def check_setup(model=None, host=None, timeout: float = 5.0, verbose: bool = Fal
         report = _check_ollama(model or default_model(), host, timeout)
     report.why = f"Backend {choice.backend}, because {choice.reason}." + (
         f" (Instead, {choice.other}.)" if choice.other else "")
+    report.notes.insert(0, models_line(choice.backend))
     if drift:
         from ..views.drift import check_drift
 
@@ -132,6 +133,9 @@ def _check_ollama(model, host, timeout) -> SetupReport:
             say(f"? Could not ask the server about {model!r}'s capabilities ({reason}).")
             return report
     caps = info.get("capabilities")
+    if isinstance(caps, list) and "thinking" in caps:
+        report.notes.append(f"ℹ Model {model!r} thinks: its span arrives as "
+                            "AssistantMessage.reasoning.")
     if not isinstance(caps, list):  # servers before capabilities were reported
         report.tools_supported = model.startswith("qwen2.5")
         say(f"{'✓' if report.tools_supported else '?'} The server does not report capabilities; "
@@ -141,7 +145,12 @@ def _check_ollama(model, host, timeout) -> SetupReport:
         say(f"✓ Model {model!r} supports tool calling.")
     else:
         say(f"✗ Model {model!r} does not support tool calling (capabilities: "
-            f"{', '.join(map(str, caps))}). Use a Qwen2.5 model, e.g. `ollama pull qwen2.5:7b`.")
+            f"{', '.join(map(str, caps))}). Use a Qwen model (2.5, 3 or 3.5), e.g. `ollama pull "
+            "qwen2.5:7b`.")
+    if report.tools_supported and model.startswith("qwen2.5"):
+        report.notes.append("ℹ Under Ollama 0.14 or later the qwen2.5 template shows the model its tools as Go "
+            "struct text, not JSON (ollama/ollama#14601; lecture Part IV): llama-server --jinja "
+            "or the embedded engine render Qwen's own template.")
     return report
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engines.engine_text import parse_reply
+from ..replies import original, parse_reply
 from ..engines.models import ModelError
 from .lens_reading import (  # noqa: F401 - the lens's
     LENS_MESSAGES,
@@ -53,6 +53,22 @@ def _shown(token: str) -> str:
     return html.escape(token.replace("\n", "↵\n").replace("\t", "⇥"))
 
 
+def thinking_tokens(reply: dict) -> set:
+    """The indices of the reply's tokens that belong to a thinking span (lecture Part II, "Native
+    reasoning models"): from a ``<think>`` (or the start, when the prompt ended with one) to the
+    ``</think>`` that closes it, both tags included."""
+    inside = reply.get("prefill", "").rstrip().endswith("<think>")
+    text, found = "", set()
+    for k, row in enumerate(reply["tokens"]):
+        before = text
+        text += row["token"]
+        opened = not inside and "<think>" in text[max(0, len(before) - 7):]
+        if inside or opened:
+            found.add(k)
+            inside = "</think>" not in text[text.rfind("<think>") + 1 if "<think>" in text else 0:]
+    return found
+
+
 def lens_html(reply: dict, *, lowest: int = 3) -> str:
     """The reply as coloured tokens (hover: probability, rank, alternatives), a legend, and the
     ``lowest`` least probable tokens.  Every token text is escaped."""
@@ -63,14 +79,17 @@ def lens_html(reply: dict, *, lowest: int = 3) -> str:
         sent = max((len(row["top"]) for row in reply["tokens"]), default=0)
         among = f"among the top {sent} the server sent"
     spans = []
+    thinking = thinking_tokens(reply)
     for k, row in enumerate(reply["tokens"]):
         p = float(np.exp(row["logprob"]))
+        think = " lens-think" if k in thinking else ""
         alts = "".join(
             f"<tr><td>{'▶' if t == row['token'] else ''}</td><td><code>{_shown(t) or '∅'}"
             f"</code></td><td>{np.exp(lp):.3f}</td></tr>" for t, lp in row["top"])
         spans.append(
-            f"<span class='lens-tok' style='background:{_colour(p)}'>{_shown(row['token'])}"
-            f"<span class='lens-tip'>token {k + 1}: p = {p:.3f}, rank {row['rank']} "
+            f"<span class='lens-tok{think}' style='background:{_colour(p)}'>{_shown(row['token'])}"
+            f"<span class='lens-tip'>token {k + 1}{' (thinking)' if think else ''}: p = {p:.3f}, "
+            f"rank {row['rank']} "
             f"{html.escape(among)}<table>{alts}</table></span></span>")
     order = sorted(range(len(reply["tokens"])), key=lambda k: reply["tokens"][k]["logprob"])
     unsure = ", ".join(
@@ -85,13 +104,17 @@ def lens_html(reply: dict, *, lowest: int = 3) -> str:
              ".lens-tok .lens-tip{display:none;position:absolute;left:0;bottom:0;height:156px;"
              "min-width:320px;z-index:10;background:#fff;border:1px solid #888;padding:4px;"
              "white-space:nowrap;font-size:12px;font-family:monospace}"
+             ".lens-think{border-bottom:2px dotted #6a3d9a;font-style:italic}"
              ".lens-tok:hover{outline:2px solid #333}.lens-tok:hover .lens-tip{display:block}"
              ".lens-tip td{padding:0 6px}.lens-help{position:absolute;left:0;bottom:0;"
              "color:#888;height:136px;padding:4px}</style>")
     given = html.escape(reply.get("prefill", "").replace("\n", "↵\n"))
+    marked = (f"<br><span class='lens-think'>dotted, italic</span>: {len(thinking)} thinking "
+              "tokens (the span between &lt;think&gt; and &lt;/think&gt;: reasoning, not answer)"
+              if thinking else "")
     return (f"{style}<div class='lens-box'><div class='lens-reply'><span style='color:#888'>"
             f"{given}</span>{''.join(spans)}</div><div style='margin-top:6px'>colour: {legend}"
-            f"<br>least sure: {unsure}</div><div class='lens-help'>hover over a token: its "
+            f"<br>least sure: {unsure}{marked}</div><div class='lens-help'>hover over a token: its "
             "probability, its rank and the likeliest tokens at that step appear here</div>"
             "</div>")
 
@@ -122,7 +145,7 @@ def probability_lens(messages=LENS_MESSAGES, tools=None, *, live=None, **setting
         reply = load_recorded()
         where = (f"recorded: {reply['model']['file']} (sha256 {reply['model']['sha256'][:12]}…,"
                  f" {reply['model']['engine']}); no live reply: {why}")
-    call = parse_reply(reply.get("prefill", "") + reply["text"], lambda: "call_1")
+    call = original(parse_reply)(reply.get("prefill", "") + reply["text"], new_id=lambda: "call_1")
     verdict = (f"a valid call: {call.tool_calls[0].name}({call.tool_calls[0].arguments})"
                if call.tool_calls else "no valid tool call (a format error)")
     s = reply["settings"]

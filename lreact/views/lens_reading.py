@@ -151,7 +151,8 @@ def read_reply_engine(llm, messages, tools, *, prefill="", temperature=0.7, seed
                                 temperature=temperature, seed=seed)
         rows, text = _ollama_rows(data), data["response"]
         model = {"file": llm.model, "engine": f"Ollama at {llm.host}",
-                 "chat_template": "Qwen2.5's, as Ollama's server builds it (lreact.engines.ollama_text)"}
+                 "chat_template": "Qwen2.5's, as Ollama's server (v0.14 or later) builds it "
+                                  "(lreact.engines.ollama_text)"}
     elif isinstance(llm, OpenAICompatLLM):
         prompt = render_chatml(messages, tools) + prefill
         result = llm.complete_raw(prompt, stop=[IM_END], max_tokens=max_tokens, logprobs=top,

@@ -3,7 +3,8 @@ import lreact.harness
 
 
 def run_agent_hardened(user_input, llm, tools, execute, *, history=None, max_steps=8,
-                       max_format_errors=3, max_repeats=3, format_error_fn=None, repeat_count_fn=None):
+                       max_format_errors=3, max_repeats=3, format_error_fn=None, repeat_count_fn=None,
+                       split_reasoning_fn=None):
     """The hardened loop, borrowed."""
     return lreact.harness.run_agent_hardened(user_input, llm, tools, execute, history=history,
                                              max_steps=max_steps,
