@@ -1,6 +1,6 @@
 """``python -m autograder <command>``: the instructor's tool for this unit.
 
-Commands: release, check-course, grade, cluster-certs, feedback, export, catalogue, selfcheck. ``python -m autograder
+Commands: release, student-edition, check-course, grade, cluster-certs, feedback, export, catalogue, selfcheck. ``python -m autograder
 COMMAND --help`` describes each one. Run everything from the repository root.
 """
 from __future__ import annotations
@@ -169,6 +169,19 @@ def parser() -> argparse.ArgumentParser:
     _common(f, out_default="feedback",
             out_help="folder for the HTML pages (default: feedback/)")
 
+    e = sub.add_parser(
+        "student-edition", formatter_class=_formatter,
+        help="write the students' copy of the course (no answers) to a new folder",
+        description=_d(
+            "Write the student edition to OUT: the lecture, the released exercises and labs, "
+            "lreact (the modules that hold reference implementations compiled, without their "
+            "source), a student README, Makefile, environment and Binder files. It is searched "
+            "for every hidden test, solution and reference implementation before the command "
+            "returns; a leak deletes it and fails (autograder/README.md, \"Two editions\")."))
+    e.add_argument("out", type=Path, metavar="OUT", help="a new or empty folder")
+    e.add_argument("--root", type=Path, default=paths.ROOT,
+                   help="the course folder (default: this repository)")
+
     k = sub.add_parser(
         "check-course", formatter_class=_formatter,
         help="check the source notebooks against the rules the grader and the proofs need",
@@ -287,6 +300,9 @@ def main(argv=None) -> int:
         from .instructor.export import command
         return command(args.format, args.out, root=args.root, ids=args.ids,
                        assignments=args.assignment)
+    if args.command == "student-edition":
+        from .instructor.edition import command
+        return command(args.out, root=args.root)
     if args.command == "check-course":
         from .proofs.course_rules import command
         return command(args.assignment, root=args.root, grading_only=args.grading_only)

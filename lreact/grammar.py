@@ -145,3 +145,24 @@ def constrained_step(prefix_ids):
     P_prime = np.where(mask, P, 0.0)
     return {"state": state, "allowed": allowed, "P": P, "P_prime": P_prime / P_prime.sum(),
             "removed_mass": float(P[~mask].sum()), "done": False}
+
+
+@reference_implementation  # the lecture's side-by-side; the lab's generate_constrained is its own
+def sample_text(constrained: bool, rng, max_tokens: int = 30) -> str:
+    """One reply of the toy model (lecture: "Constrained decoding"), drawn from P (free) or from
+    P', P masked to the grammar's allowed set A(s_t) and renormalised (``constrained``), until
+    ``<eos>`` or ``max_tokens``; the text it spells."""
+    prefix, state = [], start()
+    for _ in range(max_tokens):
+        P = softmax(toy_logits(prefix))
+        if constrained:
+            mask = np.zeros(len(P), bool)
+            mask[allowed_tokens(state)] = True
+            P = np.where(mask, P, 0.0) / P[mask].sum()
+        token = int(rng.choice(len(P), p=P))
+        if VOCAB[token] == EOS:
+            break
+        prefix.append(token)
+        if constrained:
+            state = advance(state, token)
+    return detokenize(prefix)

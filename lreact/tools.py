@@ -146,3 +146,23 @@ def calculate(expression: str) -> str:
 
 TOOLS = [WEATHER_TOOL, CALCULATOR_TOOL]
 REGISTRY = {"get_weather": get_weather, "calculate": calculate}
+
+
+@reference_implementation  # the lecture's demonstration; the lab's validate_tool_call is its own
+def check_verdict(call, tools=None) -> str:
+    """The three checks of a tool call, in their order (lecture: "Validating tool calls: parsing
+    vs policy"), as one line: where the call ``call`` (a ToolCall) stops, and why."""
+    import json
+
+    import jsonschema
+
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in (tools or TOOLS)}
+    try:
+        args = json.loads(call.arguments)
+    except json.JSONDecodeError as e:
+        return f"not valid JSON ({e.msg})"
+    if call.name not in schemas:
+        return f"JSON ok; no tool named {call.name!r}"
+    errors = [e.message for e in jsonschema.Draft202012Validator(
+        schemas[call.name]).iter_errors(args)]
+    return "JSON ok; schema: " + ("ok" if not errors else errors[0])

@@ -184,20 +184,24 @@ class TrustedNamespace:
     def scope(self):
         """The answers' names this namespace deleted or rebound (a test's ``del squares`` or
         ``squares = ...``): each call of an answer sees them so, as in one kernel
-        (``student.StudentNamespace.enter_scope``); None when there is none."""
-        gone = [n for n in self.installed if n not in self.ns]
-        bound = [n for n, o in self.installed.items() if n in self.ns and self.ns[n] is not o]
-        if not gone and not bound:
-            return None
-        out = {"del": gone} if gone else {}
-        if bound:
-            pairs = []
-            for name in bound:
+        (``student.StudentNamespace.enter_scope``); None when there is none.  Only names that
+        crossed as values or functions count (a module both sides imported is each side's own),
+        and a rebinding to something the answers cannot receive is left out."""
+        gone, pairs = [], []
+        for name, obj in self.installed.items():
+            if isinstance(obj, Unavailable):
+                continue
+            if name not in self.ns:
+                gone.append(name)
+            elif self.ns[name] is not obj:
                 try:
                     pairs.append([name, self.link.codec.encode(self.ns[name])])
-                except NotPlainData as e:
-                    raise TypeError(f"{name} was bound by the test to something the answers "
-                                    f"cannot receive: {e}") from None
+                except NotPlainData:
+                    continue
+        if not gone and not pairs:
+            return None
+        out = {"del": gone} if gone else {}
+        if pairs:
             out["set"] = pairs
         return out
 

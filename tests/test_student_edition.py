@@ -1,0 +1,130 @@
+"""The student edition (``python -m autograder student-edition OUT``): built into a temporary
+folder, it holds no hidden-test line or string, no solution block and no reference
+implementation or model answer (up to renamed variables); it has none of the instructor's files;
+and in that folder alone the lecture runs headless, and every visible test fails on the released
+stubs and passes on the model answers pasted in (issue: two editions)."""
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cells, paths
+from autograder.instructor.edition import build
+from autograder.proofs.edition_leaks import leaks, secrets
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+ASSIGNMENTS = [("exercises", "lecture-ReAct-exercises"), ("lab", "lecture-ReAct-lab"),
+               ("lab", "lecture-ReAct-lab2")]
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory):
+    out = tmp_path_factory.mktemp("edition") / "student"
+    build(out)
+    return out
+
+
+def test_it_holds_nothing_that_gives_an_answer_away(edition):
+    assert leaks(edition) == []
+    secret = secrets()
+    assert len(secret.lines) > 500 and len(secret.references) > 40    # the search has teeth
+    names = {p.relative_to(edition).parts[0] for p in edition.iterdir()}
+    assert not names & {"solutions", "autograder", "gradebook.db", "autograded", ".ci"}
+    assert not list(edition.rglob("wrong_answers")) and not list(edition.rglob("hostile"))
+    for py in edition.rglob("*.py"):
+        assert "@reference_implementation\ndef" not in py.read_text(encoding="utf-8"), py
+    assert (edition / "lreact" / "sampling.pyc").exists()
+    assert not (edition / "lreact" / "sampling.py").exists()
+
+
+def test_a_leak_is_found_and_named(edition, tmp_path):
+    """The search itself: a model answer pasted into a lecture notebook, with its variables
+    renamed, and a hidden test's line in a README."""
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(edition / "lectures", copy / "lectures")
+    source = cells.load(paths.source_path("lecture-ReAct-lab"))
+    answer = next(c for c in source.cells if cells.grade_id(c) == "top_p_filter").source
+    renamed = answer.replace("probs", "weights").replace("order", "idx")
+    nb = nbformat.read(str(copy / "lectures" / "lecture-ReAct.ipynb"), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(renamed))
+    nbformat.write(nb, str(copy / "lectures" / "lecture-ReAct.ipynb"))
+    hidden = next(iter(secrets().lines))
+    (copy / "README.md").write_text(f"notes\n    {hidden}\n")
+    found = leaks(copy)
+    assert any("top_p_filter" in leak.what for leak in found)
+    assert any(leak.path == "README.md" for leak in found)
+
+
+def _run(path: Path, edition: Path) -> list:
+    """The notebook run with nbclient in the edition alone; (cell id, is a test, error or None)."""
+    env = {**os.environ, "PYTHONPATH": str(edition), "LREACT_BACKEND": "ollama",
+           "LREACT_BASE_URL": "http://127.0.0.1:9", "LREACT_FETCH_MODEL": "0"}
+    code = ("import ast, json, sys, nbformat\nfrom nbclient import NotebookClient\n"
+            "def visible(source):\n"
+            "    body = ast.parse(source).body\n"
+            "    return any(not isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign, ast.FunctionDef))\n"
+            "               and not (\n"
+            "        isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)\n"
+            "        and getattr(n.value.func, 'id', '') == 'print') for n in body)\n"
+            "nb = nbformat.read(sys.argv[1], as_version=4)\n"
+            "NotebookClient(nb, timeout=300, kernel_name='python3', allow_errors=True,\n"
+            "               resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
+            "out = []\nfor c in nb.cells:\n"
+            "    if c.cell_type != 'code':\n        continue\n"
+            "    g = c.metadata.get('nbgrader', {})\n"
+            "    if g.get('grade') and not g.get('solution') and not visible(c.source):\n"
+            "        continue   # every test of the cell is hidden: nothing runs here\n"
+            "    err = next((o.get('ename', '') + ': ' + o.get('evalue', '')[:200] for o in c.outputs\n"
+            "                if o.get('output_type') == 'error'), None)\n"
+            "    out.append([c.get('id'), bool(g.get('grade') and not g.get('solution')), err])\n"
+            "print(json.dumps(out))\n")
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(path.parent)],
+                          cwd=edition, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _with_answers(released: Path, aid: str, dest: Path) -> Path:
+    nb = nbformat.read(str(released), as_version=4)
+    answers = {cells.grade_id(c): c.source for c in cells.load(paths.source_path(aid)).cells
+               if cells.is_answer(c)}
+    for c in nb.cells:
+        if cells.is_answer(c) and cells.grade_id(c) in answers:
+            c.source = answers[cells.grade_id(c)]
+    nbformat.write(nb, str(dest))
+    return dest
+
+
+def test_the_lecture_and_the_course_run_in_the_edition_alone(edition):
+    env = {**os.environ, "PYTHONPATH": str(edition)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests"], cwd=edition, env=env, capture_output=True, text=True,
+                          timeout=2400)
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_visible_tests_fail_on_the_stubs_and_pass_on_the_model_answers(edition):
+    runs = []
+    for folder, aid in ASSIGNMENTS:
+        released = edition / folder / f"{aid}.ipynb"
+        runs.append((aid, "stub", released))
+        runs.append((aid, "answers", _with_answers(released, aid,
+                                                   released.with_name(f"{aid}-answers.ipynb"))))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda r: (r[0], r[1], _run(r[2], edition)), runs))
+    for aid, kind, rows in results:
+        tests = [(cid, err) for cid, is_test, err in rows if is_test]
+        assert tests, aid
+        if kind == "stub":
+            passed = [cid for cid, err in tests if err is None]
+            assert not passed, f"{aid}: visible tests pass on the stubs: {passed}"
+        else:
+            failed = [(cid, err) for cid, err in tests if err is not None]
+            assert not failed, f"{aid}: visible tests fail on the model answers: {failed}"
