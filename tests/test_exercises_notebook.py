@@ -550,12 +550,32 @@ def test_large_space_items_still_say_right_or_not_yet(student_tests, solved):
         assert len(readers) == 1, item
         cid = readers[0].id
         printed, error = base[cid]
-        assert error is None and re.match(rf"{item}( \(\w+ first\))?: right ", printed), (cid, printed)
+        said = re.match(rf"{item}( \(\w+ first\))?: right ", printed)
+        assert error is None and said, (cid, printed)
         got = _outputs(student_tests, {**solved, item: wrong})
         assert {t for t in got if got[t] != base[t]} == {cid}, item
         printed, error = got[cid]
         assert printed == "" and error.startswith(f"AssertionError: {item}: not yet right"), error
         assert "\nHint: reread Part" in error
+
+
+def test_the_introduction_is_short_and_says_which_checks_say_right(student_tests):
+    """Before the first task, under 250 words that say which checks tell right / not yet
+    (numbers) and which only the form (labels, sets, whole numbers), and that the points come at
+    grading time; no word on hashing or on finding answers by trying, anywhere in the student
+    version's text; how grading works is said at the end."""
+    student = nbformat.read(STUDENT, as_version=4)
+    first = [c.id for c in student.cells].index("ex01_question")
+    intro = "\n".join(c.source for c in student.cells[:first] if c.cell_type == "markdown")
+    assert len(re.findall(r"\S+", intro)) < 250
+    for said in ["**number**", "`right`", "`not yet`", "form only",
+                 "**label, a set of labels or a whole number**",
+                 "Hidden tests give the points when your work is graded"]:
+        assert said in intro, said
+    text = "\n".join(c.source for c in student.cells if c.cell_type == "markdown").lower()
+    for word in ["hash", "salt", "digest", "pbkdf", "answer key", "brute", "a program"]:
+        assert word not in text, word
+    assert "**how your work is graded.**" in student.cells[-1].source.lower()
 
 
 # --- grading proofs (execute the notebook) --------------------------------------------------
