@@ -1,32 +1,46 @@
-"""Feedback before grading for the pen-and-paper exercises: a visible check that says whether an
-answer is right, for practice (``exercises/lecture-ReAct-exercises.ipynb``, "How to answer").
+"""The visible checks of the pen-and-paper exercises (``exercises/lecture-ReAct-exercises.ipynb``):
+every answer's form, and for numbers only, whether the answer is right.
 
-Each visible test cell carries an answer key ``_key = {name: key}`` made by
-``python -m lreact.answercheck`` from what the cell's hidden assertions expect (the ``expected``
-of ``lreact.checks.assert_close / assert_int_equal / assert_same_set``, recorded while the source
-notebook's tests run on the solutions), never typed by hand.  ``check(name, value, _key,
-hint=...)`` normalises the answer exactly as that assertion does and compares digests:
+What a visible check may say depends on the size of the answer's space:
 
-- ``close TOL d1 d2 ...``: one digest per entry, of the grid cell ``floor(x / TOL)``: cells as
-  wide as the hidden test's tolerance, never finer, so a key gives away at most "a value within
-  the tolerance", no more digits.  The check accepts the answer's cell and its two neighbours:
-  every entry the hidden test accepts (``|x - e| <= TOL``) and some up to ``2 TOL`` away, which
-  the hidden test may still reject (an answer rounded to 3 decimals as asked is far inside).
-- ``int d`` and ``set d``: one digest of the whole-number value, or of the sorted distinct strings.
-- ``probability_form`` checks the form of a distribution as tolerantly as the hidden test reads
-  its entries: entries not below ``-TOL``, a sum within ``n * TOL`` of 1.
+- Every answer's **form** (type, length, allowed values, range): ``probability_form``,
+  ``real_form``, ``int_form``, ``choice_form``, ``subset_form``, ``sequence_form``.  Each also
+  declares the space of answers of that form, which ``python -m lreact.answercheck`` reads.
+- **Right or "not yet"** only where the space is too large to find the answer by trying values:
+  ``check`` compares the answer with an answer key ``_key = {name: key}`` that
+  ``python -m lreact.answercheck`` writes into the test cell from what the cell's hidden
+  assertions expect (``lreact.checks.assert_close / assert_int_equal / assert_same_set``, run on
+  the solutions), never typed by hand.
 
-Each digest is PBKDF2-HMAC-SHA256 (``hashlib.pbkdf2_hmac``) of the cell or value, salted with the
-answer's name and entry number, ``ITERATIONS`` rounds: about 4 ms a digest on one idle core of
-the course's 2-core test machine (0.4 us a round, measured), so checking every answer of the
-notebook (86 digests when all are right, at most 190) takes well under a second.
+The threshold (``MIN_CELLS``, ``MIN_VALUES``).  A key is written, and checked, only for
+- a number within a tolerance (``close``) whose form's range holds at least ``MIN_CELLS`` = 100
+  cells of the key's width (twice the tolerance) per entry: a probability at tolerance 0.002 has
+  250, a ratio in [0, 1000] at 0.005 has 100,000.  A number must be worked out, not chosen; with
+  fewer cells it is a choice among a few written as a number (a probability to 1 decimal at
+  tolerance 0.05: 10 cells);
+- an exact answer (``int``, ``set``: a label, a set of labels, a whole number, an ordered list)
+  whose form holds at least ``MIN_VALUES`` = 10**6 values.  Each value is a candidate that the
+  check confirms exactly, and a partly right answer leaves only a few (its neighbours), so a
+  student finds the key in a few tries; enumerating 10**6 costs a program 10**6 digests of
+  ``ITERATIONS`` rounds (about an hour of one core), more than doing the exercise.  No exact answer
+  of these exercises comes near (the largest, ``context_c3``: 986,410 ordered lists).
+``key_close``, ``key_int``, ``key_set`` and ``check`` raise ``SmallAnswerSpace`` naming the item
+below the threshold, so a small space cannot get a key, in the source or the student version.
 
-What it cannot hide: the salt and the method are public and the answer spaces are small, so a
-program can search them.  Per guess it pays ``ITERATIONS`` rounds; a number in ``[lo, hi]`` with
-tolerance ``TOL`` needs up to ``(hi - lo) / TOL`` guesses per entry: a probability (``[0, 1]``,
-tolerance 0.002) up to 500 guesses, 5e6 rounds, about 2 s; a whole number up to N, N guesses
-(34,000 tokens: about 2 minutes); a choice among labels a few to a few hundred guesses.  So the check is for practice only: the points come from the hidden
-tests, which the student version does not contain.
+A vector is judged as a whole: one digest of all its entries, one verdict.  Entry by entry, a
+vector with removed tokens would answer "is this entry 0?" (which tokens are kept: a set of
+labels) in one try.
+
+Keys: ``close TOL LO HI N DIGEST`` (the cells ``floor(x / (2 TOL))`` of the N entries, a cell as
+wide as twice the hidden test's tolerance, so a key gives away at most an interval of that
+width); the check tries, per entry, the answer's cell and the neighbour nearer to the answer, so
+it accepts every answer the hidden test accepts (``|x - e| <= TOL``) and none ``3 TOL`` or more
+away.  ``int LO HI DIGEST`` and ``set COUNT DIGEST``: one digest of the whole number or of the
+sorted distinct strings.  Each digest is PBKDF2-HMAC-SHA256 (``hashlib.pbkdf2_hmac``) salted with
+the answer's name, ``ITERATIONS`` rounds (2 to 4 ms on one core of the course's 2-core test
+machine; a vector of n entries costs at most 2**n of them).  The salt and the method are public:
+the key is for practice, and the points come from the hidden tests, which the student version
+does not contain.
 """
 from __future__ import annotations
 
@@ -34,6 +48,7 @@ import ast
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import math
 import re
@@ -41,41 +56,62 @@ import sys
 import warnings
 
 from . import checks
-from .checks import as_float_list, as_int, as_str_set, fail
+from .checks import as_float, as_float_list, as_int, as_str_set, fail
 
-SALT = "lreact-exercises/answer-key/v2"
-ITERATIONS = 10_000  # PBKDF2 rounds per digest (brute force pays them per guess)
+SALT = "lreact-exercises/answer-key/v3"
+ITERATIONS = 10_000  # PBKDF2 rounds per digest (a search pays them per guess)
 DIGEST_CHARS = 12    # 48 bits: a wrong answer matches by chance with probability ~1e-14 per try
+MIN_CELLS = 100      # a number: cells of the key's width per entry over the form's range
+MIN_VALUES = 10**6   # an exact answer: values of its form
 KEY_BLOCK = re.compile(r"^_key = \{.*?^\}\n", re.S | re.M)
 KEY_HEADER = ("_key = {  # answer key for practice, made from the hidden tests by "
               "`python -m lreact.answercheck`")
 VARIANT = re.compile(r"^# answer key also for: (\w+) = (.+)$", re.M)
 
 
-def digest(name: str, index: int, token: str) -> str:
-    salt = f"{SALT}|{name}|{index}".encode("utf-8")
-    return hashlib.pbkdf2_hmac("sha256", token.encode("utf-8"), salt,
-                               ITERATIONS).hex()[:DIGEST_CHARS]
+class SmallAnswerSpace(ValueError):
+    """A key asked for an answer whose space is small enough to search by trying values."""
 
 
-def _cell(x: float, tol: float) -> int:
-    # rounding first: 0.752 / 0.002 is 375.99999999999994 in floats, and lands in cell 376
-    return math.floor(round(x / tol, 6))
+def _refuse(name: str, what: str, count: int, minimum: int):
+    raise SmallAnswerSpace(
+        f"{name}: no answer key for a space of {count:,} {what} (fewer than {minimum:,}): a "
+        "student could find the answer by trying values; its visible check may test the form "
+        "only, and the hidden tests decide its points")
 
 
-def key_close(name: str, expected, tol: float) -> str:
-    values = [float(v) for v in as_float_list(expected, name)]
-    return " ".join(["close", repr(float(tol))]
-                    + [digest(name, i, str(_cell(v, tol))) for i, v in enumerate(values)])
+# --- the forms: what every visible check may say ----------------------------------------------
+
+_DECLARED: dict | None = None   # {name: form} while ``answer_keys`` records a cell
 
 
-def key_int(name: str, expected) -> str:
-    return f"int {digest(name, 0, str(int(expected)))}"
+def _declare(name: str, **form):
+    if _DECLARED is not None:
+        _DECLARED[name] = form
 
 
-def key_set(name: str, expected) -> str:
-    canonical = json.dumps(sorted(set(str(x) for x in expected)))
-    return f"set {digest(name, 0, canonical)}"
+def sequences(n: int) -> int:
+    """Ordered lists of distinct items taken from ``n``: ``sum(n! / (n - k)!)``, k = 0..n."""
+    return sum(math.perm(n, k) for k in range(n + 1))
+
+
+def form_count(form: dict) -> int:
+    """The number of values of an exact form (``int``, ``choice``, ``subset``, ``sequence``)."""
+    kind = form["kind"]
+    if kind == "int":
+        return form["hi"] - form["lo"] + 1
+    if kind == "choice":
+        return len(form["options"])
+    if kind == "subset":
+        return 2 ** len(form["vocabulary"])
+    if kind == "sequence":
+        return sequences(len(form["labels"]))
+    raise ValueError(f"not an exact form: {kind!r}")
+
+
+def cells(lo: float, hi: float, tol: float) -> int:
+    """Cells of a ``close`` key (``2 * tol`` wide) in ``[lo, hi]``."""
+    return math.floor(round((hi - lo) / (2 * tol), 6))
 
 
 def probability_form(value, n: int, *, name: str, hint: str = "", tol: float) -> list:
@@ -94,90 +130,242 @@ def probability_form(value, n: int, *, name: str, hint: str = "", tol: float) ->
     if abs(total - 1.0) > n * tol:
         fail(f"{name} sums to {total:.4f}: a distribution sums to 1 (here within "
               f"{n * tol:g}, {n} entries each within {tol:g})", hint)
+    _declare(name, kind="real", lo=0.0, hi=1.0, n=n)
     return values
 
 
-def _matches(name: str, index: int, x: float, tol: float, wanted: str) -> bool:
-    cell = _cell(x, tol)
-    return any(digest(name, index, str(cell + k)) == wanted for k in (0, -1, 1))
+def real_form(value, *, name: str, hint: str = "", lo: float, hi: float) -> float:
+    """``value`` as one finite float from ``lo`` to ``hi``."""
+    x = as_float(value, name, hint)
+    if not math.isfinite(x) or not lo <= x <= hi:
+        fail(f"{name} must be a number from {lo:g} to {hi:g}, got {x!r}", hint)
+    _declare(name, kind="real", lo=float(lo), hi=float(hi), n=1)
+    return x
+
+
+def int_form(value, *, name: str, hint: str = "", lo: int, hi: int) -> int:
+    """``value`` as a whole number from ``lo`` to ``hi``."""
+    v = as_int(value, name, hint)
+    if not lo <= v <= hi:
+        fail(f"{name} must be a whole number from {lo} to {hi}, got {v}", hint)
+    _declare(name, kind="int", lo=int(lo), hi=int(hi))
+    return v
+
+
+def choice_form(value, options, *, name: str, hint: str = "") -> str:
+    """``value`` as one of ``options`` (case and surrounding spaces ignored), lower case."""
+    got = str(value).strip().lower()
+    if got not in [o.lower() for o in options]:
+        fail(f"{name} must be {' or '.join(repr(o) for o in options)}, got {value!r}", hint)
+    _declare(name, kind="choice", options=list(options))
+    return got
+
+
+def subset_form(value, vocabulary, *, name: str, hint: str = "") -> list:
+    """``value`` (strings) as a sorted list of distinct items of ``vocabulary``."""
+    items = as_str_set(value, name, hint)
+    if not set(items) <= set(vocabulary):
+        fail(f"{name} must be taken from {list(vocabulary)}", hint)
+    _declare(name, kind="subset", vocabulary=list(vocabulary))
+    return items
+
+
+def sequence_form(value, labels, *, name: str, hint: str = "") -> list:
+    """``value`` as an ordered list of distinct ``labels`` (each one stripped)."""
+    if isinstance(value, (str, bytes, dict, set)) or value is None or value is Ellipsis:
+        fail(f"{name} must be an ordered list of labels", hint)
+    try:
+        items = [str(x).strip() for x in list(value)]
+    except TypeError:
+        fail(f"{name} must be an ordered list of labels, got {type(value).__name__}", hint)
+    if not set(items) <= set(labels):
+        fail(f"{name} must hold the labels {', '.join(repr(x) for x in labels)}", hint)
+    if len(set(items)) != len(items):
+        fail(f"{name} lists a label twice", hint)
+    _declare(name, kind="sequence", labels=list(labels))
+    return items
+
+
+# --- keys and the check -----------------------------------------------------------------------
+
+def digest(name: str, index: int, token: str) -> str:
+    salt = f"{SALT}|{name}|{index}".encode("utf-8")
+    return hashlib.pbkdf2_hmac("sha256", token.encode("utf-8"), salt,
+                               ITERATIONS).hex()[:DIGEST_CHARS]
+
+
+def _position(x: float, tol: float) -> float:
+    # rounding first: 0.752 / 0.004 is 187.99999999999997 in floats, and lands in cell 188
+    return round(x / (2 * tol), 6)
+
+
+def _cell(x: float, tol: float) -> int:
+    return math.floor(_position(x, tol))
+
+
+def _token(cell_numbers) -> str:
+    return " ".join(str(c) for c in cell_numbers)
+
+
+def key_close(name: str, expected, tol: float, lo: float, hi: float) -> str:
+    tol, lo, hi = float(tol), float(lo), float(hi)
+    per_entry = cells(lo, hi, tol)
+    if per_entry < MIN_CELLS:
+        _refuse(name, f"cells of width {2 * tol:g} per entry", per_entry, MIN_CELLS)
+    values = [float(v) for v in as_float_list(expected, name)]
+    return (f"close {tol!r} {lo!r} {hi!r} {len(values)} "
+            f"{digest(name, 0, _token(_cell(v, tol) for v in values))}")
+
+
+def key_int(name: str, expected, lo: int, hi: int) -> str:
+    count = int(hi) - int(lo) + 1
+    if count < MIN_VALUES:
+        _refuse(name, "whole numbers", count, MIN_VALUES)
+    return f"int {int(lo)} {int(hi)} {digest(name, 0, str(int(expected)))}"
+
+
+def key_set(name: str, expected, count: int) -> str:
+    if count < MIN_VALUES:
+        _refuse(name, "possible answers", count, MIN_VALUES)
+    canonical = json.dumps(sorted({str(x) for x in expected}))
+    return f"set {int(count)} {digest(name, 0, canonical)}"
+
+
+def _near(x: float, tol: float) -> tuple:
+    """The cell of ``x`` and its neighbour on ``x``'s side: the two cells where an expected value
+    within ``tol`` of ``x`` can lie."""
+    position = _position(x, tol)
+    cell = math.floor(position)
+    return cell, (cell - 1 if position - cell < 0.5 else cell + 1)
+
+
+def _matches_close(name: str, got: list, tol: float, wanted: str) -> bool:
+    near = [_near(x, tol) for x in got]
+    for k in range(len(near) + 1):          # fewest neighbours first: the usual match comes early
+        for moved in itertools.combinations(range(len(near)), k):
+            cell_numbers = [n[1] if i in moved else n[0] for i, n in enumerate(near)]
+            if digest(name, 0, _token(cell_numbers)) == wanted:
+                return True
+    return False
+
+
+def key_space(name: str, key: str) -> int:
+    """The size of the answer space a key stands for (for a number: cells per entry); raises
+    ``SmallAnswerSpace`` naming ``name`` when it is below the threshold."""
+    kind, *parts = str(key).split()
+    if kind == "close":
+        tol, lo, hi = float(parts[0]), float(parts[1]), float(parts[2])
+        count, minimum = cells(lo, hi, tol), MIN_CELLS
+        what = f"cells of width {2 * tol:g} per entry"
+    elif kind == "int":
+        count, minimum, what = int(parts[1]) - int(parts[0]) + 1, MIN_VALUES, "whole numbers"
+    elif kind == "set":
+        count, minimum, what = int(parts[0]), MIN_VALUES, "possible answers"
+    else:
+        raise ValueError(f"unknown answer key kind {kind!r} for {name!r}")
+    if count < minimum:
+        _refuse(name, what, count, minimum)
+    return count
+
+
+def _verdict(name: str, value, key: str, hint: str) -> bool:
+    """True when ``value`` matches ``key``; raises ``SmallAnswerSpace`` for a key below the
+    threshold and AssertionError for an answer of the wrong form."""
+    key_space(name, key)
+    kind, *parts = str(key).split()
+    if kind == "close":
+        tol, n, wanted = float(parts[0]), int(parts[3]), parts[4]
+        got = as_float_list(value, name, hint)
+        if len(got) != n:
+            fail(f"{name} has {len(got)} values, expected {n}", hint)
+        return all(math.isfinite(x) for x in got) and _matches_close(name, got, tol, wanted)
+    if kind == "int":
+        return digest(name, 0, str(as_int(value, name, hint))) == parts[2]
+    return digest(name, 0, json.dumps(as_str_set(value, name, hint))) == parts[1]
+
+
+def _not_yet(name: str, key: str) -> str:
+    kind, *parts = str(key).split()
+    if kind != "close":
+        return f"{name}: not yet right"
+    tol, n = float(parts[0]), int(parts[3])
+    what = "every entry within" if n > 1 else "answers within"
+    return f"{name}: not yet right; {what} {tol:g} of the exact value count"
+
+
+def _key(name: str, keys: dict) -> str:
+    if name not in keys:
+        raise KeyError(f"no answer key for {name!r} in this cell (keys: {sorted(keys)}); "
+                       "regenerate them with `python -m lreact.answercheck`")
+    return keys[name]
 
 
 def check(name: str, value, keys: dict, *, hint: str = "") -> str:
     """``"<name>: right"`` when ``value`` matches the answer key ``keys[name]``; otherwise an
     AssertionError saying "not yet" and what to re-check (never the expected value)."""
-    if name not in keys:
-        raise KeyError(f"no answer key for {name!r} in this cell (keys: {sorted(keys)}); "
-                       "regenerate them with `python -m lreact.answercheck`")
-    kind, *parts = str(keys[name]).split()
-    if kind == "close":
-        tol, wanted = float(parts[0]), parts[1:]
-        got = as_float_list(value, name, hint)
-        if len(got) != len(wanted):
-            fail(f"{name} has {len(got)} values, expected {len(wanted)}", hint)
-        off = [i for i, (x, d) in enumerate(zip(got, wanted))
-               if not math.isfinite(x) or not _matches(name, i, x, tol, d)]
-        if off:
-            where = "" if len(got) == 1 else " at " + ", ".join(
-                f"entry {i + 1}" for i in off) + " (counting from 1)"
-            fail(f"{name}: not yet right{where}; answers within {tol:g} of the exact value "
-                  f"count", hint)
-    elif kind == "int":
-        if digest(name, 0, str(as_int(value, name, hint))) != parts[0]:
-            fail(f"{name}: not yet right", hint)
-    elif kind == "set":
-        canonical = json.dumps(as_str_set(value, name, hint))
-        if digest(name, 0, canonical) != parts[0]:
-            fail(f"{name}: not yet right", hint)
-    else:
-        raise ValueError(f"unknown answer key kind {kind!r} for {name!r}")
+    key = _key(name, keys)
+    if not _verdict(name, value, key, hint):
+        fail(_not_yet(name, key), hint)
     return f"{name}: right"
+
+
+def check_either(name: str, value, keys: dict, *, hint: str = "") -> str:
+    """``check`` against every key ``"<name> (<reading>)"`` of the cell (an answer graded in the
+    reading the student chose in another part): which reading ``value`` is right for, without
+    reading that other part."""
+    readings = [k for k in keys if k.startswith(f"{name} (") and k.endswith(")")]
+    if not readings:
+        raise KeyError(f"no answer key for {name!r} (...) in this cell (keys: {sorted(keys)}); "
+                       "regenerate them with `python -m lreact.answercheck`")
+    for reading in readings:
+        if _verdict(reading, value, keys[reading], hint):
+            return f"{reading}: right"
+    options = " or ".join(repr(r[len(name) + 2:-1]) for r in readings)
+    fail(f"{_not_yet(name, keys[readings[0]])}, whether worked out {options}", hint)
 
 
 # --- making the keys from the source notebook (instructor side) ------------------------------
 
-def _recording(strict: bool):
-    """Patch the hidden tests' assertions to record (kind, name, expected, tol); ``strict``: and
-    then run them (else they pass, so that every assertion of the cell is recorded)."""
-    seen, originals = [], {}
+class _Record:
+    def __init__(self):
+        self.seen, self.forms = [], {}
+
+
+@contextlib.contextmanager
+def _recorded(strict: bool):
+    """Record the hidden assertions (kind, name, expected, tol) and the declared forms of the
+    cells run inside; ``strict``: and run the assertions (else they pass, so that every assertion
+    of the cell is recorded)."""
+    import importlib
+    module = importlib.import_module("lreact.answercheck")  # also when run as __main__
+    record, originals = _Record(), {}
 
     def wrap(fname, kind):
         original = getattr(checks, fname)
         originals[fname] = original
 
         def recorder(actual, expected, *args, **kwargs):
-            seen.append((kind, kwargs.get("name"), expected, kwargs.get("tol")))
+            record.seen.append((kind, kwargs.get("name"), expected, kwargs.get("tol")))
             return original(actual, expected, *args, **kwargs) if strict else None
         setattr(checks, fname, recorder)
 
     for fname, kind in [("assert_close", "close"), ("assert_int_equal", "int"),
                         ("assert_same_set", "set")]:
         wrap(fname, kind)
-    return seen, originals
-
-
-@contextlib.contextmanager
-def _recorded(strict: bool):
-    import importlib
-    module = importlib.import_module("lreact.answercheck")  # also when run as __main__
-    seen, originals = _recording(strict)
-    real_check = module.check
+    real = module.check, module.check_either, module._DECLARED
     module.check = lambda name, value, keys, hint="": f"{name}: (not checked)"
+    module.check_either = lambda name, value, keys, hint="": f"{name}: (not checked)"
+    module._DECLARED = record.forms
     try:
-        yield seen
+        yield record
     finally:
-        module.check = real_check
+        module.check, module.check_either, module._DECLARED = real
         for fname, original in originals.items():
             setattr(checks, fname, original)
 
 
-def _key_of(kind, name, expected, tol):
-    if kind == "close":
-        return key_close(name, expected, 1e-6 if tol is None else tol)
-    return key_int(name, expected) if kind == "int" else key_set(name, expected)
-
-
-def _run(source, namespace, label, *, must_pass):
-    with _recorded(must_pass) as seen, contextlib.redirect_stdout(io.StringIO()), \
+def _run(source, namespace, label, *, must_pass) -> _Record:
+    with _recorded(must_pass) as record, contextlib.redirect_stdout(io.StringIO()), \
             warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -185,35 +373,85 @@ def _run(source, namespace, label, *, must_pass):
         except AssertionError:
             if must_pass:
                 raise
-    return seen
+    return record
 
 
-def answer_keys(nb) -> dict:
-    """{test cell id: {name: key}} for every test cell with a ``_key = {...}`` block, from its
-    hidden assertions run on the solutions (and on each ``# answer key also for: NAME = VALUE``
-    line of the cell: the same cell again with that answer, for credit carried forward)."""
-    namespace, keys = {"__name__": "__main__"}, {}
+def _form_of(name: str, forms: dict):
+    """The form declared for ``name``, or for the name before its reading (``"n (b)"``: ``n``)."""
+    return forms.get(name) or forms.get(name.split(" (")[0])
+
+
+def space(form: dict, tol=None) -> tuple:
+    """``(count, large)``: the answers of ``form`` that a check tells apart (for a number: cells
+    of the key's width, to the power of its entries) and whether a key is allowed."""
+    if form["kind"] == "real":
+        per_entry = cells(form["lo"], form["hi"], 1e-6 if tol is None else tol)
+        return per_entry ** form["n"], per_entry >= MIN_CELLS
+    count = form_count(form)
+    return count, count >= MIN_VALUES
+
+
+def _key_of(kind, name, expected, tol, form, label):
+    if form is None:
+        raise ValueError(f"{label}: no form declared for {name!r} (a key needs the answer's "
+                         "space: probability_form, real_form, int_form, ...)")
+    if kind == "close":
+        if form["kind"] != "real":
+            raise ValueError(f"{label}: {name!r} is checked within a tolerance but its form is "
+                             f"{form['kind']!r}")
+        return key_close(name, expected, 1e-6 if tol is None else tol, form["lo"], form["hi"])
+    if form["kind"] == "real":
+        raise ValueError(f"{label}: {name!r} has a number's form but an exact assertion")
+    if kind == "int":
+        if form["kind"] != "int":
+            raise ValueError(f"{label}: {name!r} is a whole number but its form is "
+                             f"{form['kind']!r}")
+        return key_int(name, expected, form["lo"], form["hi"])
+    return key_set(name, expected, form_count(form))
+
+
+def survey(nb) -> tuple:
+    """``(keys, spaces)`` of a source notebook: ``keys`` = {test cell id: {name: key}} for every
+    test cell with a ``_key = {...}`` block, from its hidden assertions run on the solutions (and
+    on each ``# answer key also for: NAME = VALUE`` line of the cell: the same cell again with that
+    answer, for credit carried forward); ``spaces`` = {test cell id: {name: (count, large)}} for
+    every hidden assertion of every test cell whose answer declares a form.  Raises
+    ``SmallAnswerSpace`` for a key asked for a small space."""
+    namespace, keys, spaces = {"__name__": "__main__"}, {}, {}
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if not (meta.get("grade") and not meta.get("solution")) \
-                or not KEY_BLOCK.search(cell.source):
-            _run(cell.source, namespace, cell.id, must_pass=True)
-            continue
-        runs = [(namespace, True)] + [
+        test = bool(meta.get("grade") and not meta.get("solution"))
+        keyed = test and bool(KEY_BLOCK.search(cell.source))
+        runs = [(namespace, True)] + ([
             ({**namespace, var: ast.literal_eval(literal)}, False)
-            for var, literal in VARIANT.findall(cell.source)]
-        found = keys.setdefault(cell.id, {})
+            for var, literal in VARIANT.findall(cell.source)] if keyed else [])
         for ns, must_pass in runs:
-            for kind, name, expected, tol in _run(cell.source, ns, cell.id, must_pass=must_pass):
+            record = _run(cell.source, ns, cell.id, must_pass=must_pass)
+            for kind, name, expected, tol in record.seen if test else []:
+                form = _form_of(name, record.forms) if name else None
+                if form is not None:
+                    spaces.setdefault(cell.id, {})[name] = space(form, tol)
+                if not keyed:
+                    continue
                 if not name:
                     raise ValueError(f"{cell.id}: a hidden assertion without name= (the key "
                                      "needs the name the visible check uses)")
-                key = _key_of(kind, name, expected, tol)
-                if found.setdefault(name, key) != key:
+                key = _key_of(kind, name, expected, tol, form, cell.id)
+                if keys.setdefault(cell.id, {}).setdefault(name, key) != key:
                     raise ValueError(f"{cell.id}: two different expected values for {name!r}")
-    return keys
+    return keys, spaces
+
+
+def answer_keys(nb) -> dict:
+    """{test cell id: {name: key}} (``survey``)."""
+    return survey(nb)[0]
+
+
+def answer_spaces(nb) -> dict:
+    """{test cell id: {name: (count, large)}} (``survey``)."""
+    return survey(nb)[1]
 
 
 def key_block(keys: dict) -> str:

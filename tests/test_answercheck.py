@@ -1,5 +1,7 @@
-"""lreact.answercheck: the exercises' visible checks say right or "not yet" without the value, are
-at least as tolerant as the hidden test they stand for, and their keys come from the hidden tests.
+"""lreact.answercheck: a visible check of the exercises says right or "not yet" only for an answer
+space too large to search (a number within a tolerance), never gives the value, is at least as
+tolerant as the hidden test it stands for, and its keys come from the hidden tests; a small space
+(a label, a set, a small integer, an ordered list) gets its form checked and no key at all.
 """
 import math
 import random
@@ -8,7 +10,24 @@ import nbformat
 import pytest
 
 from lreact import answercheck
-from lreact.answercheck import check, key_close, key_int, key_set, probability_form
+from lreact.answercheck import (
+    MIN_CELLS,
+    MIN_VALUES,
+    SmallAnswerSpace,
+    check,
+    check_either,
+    choice_form,
+    int_form,
+    key_close,
+    key_int,
+    key_set,
+    key_space,
+    probability_form,
+    real_form,
+    sequence_form,
+    sequences,
+    subset_form,
+)
 
 
 def _accepts(name, value, key):
@@ -19,34 +38,44 @@ def _accepts(name, value, key):
         return False
 
 
-@pytest.mark.parametrize("tol", [0.002, 0.005, 1e-6, 0.5])
-def test_close_accepts_everything_the_hidden_test_accepts_and_nothing_twice_as_far(tol):
+@pytest.mark.parametrize("tol", [0.002, 0.005, 0.037, 0.5])
+def test_close_accepts_everything_the_hidden_test_accepts_and_nothing_three_times_as_far(tol):
     """Exactly at the tolerance, on grid boundaries and at random: |x - e| <= tol is always
-    accepted (as assert_close accepts it, and 0.752 against 0.75 with 0.002 too); |x - e| >= 2 tol
+    accepted (as assert_close accepts it, and 0.752 against 0.75 with 0.002 too); |x - e| >= 3 tol
     (plus a float's slack) never is."""
     rng = random.Random(7)
-    centres = [0.0, 0.609, 0.5, 0.75, 1.0, 7.389, -3.0, 12 * tol, 12 * tol - 1e-15, 0.1 + 0.2]
-    centres += [rng.uniform(-10, 10) for _ in range(12)]
+    hi = 1000.0 if tol > 0.01 else 1.0
+    centres = [0.0, 0.609, 0.5, 0.75, 1.0, 12 * tol, 12 * tol - 1e-15, 0.1 + 0.2]
+    centres += [rng.uniform(0, hi) for _ in range(12)]
     for e in centres:
-        key = key_close("v", [e], tol)
+        key = key_close("v", [e], tol, 0, hi)
         inside = [e + tol, e - tol, e, math.nextafter(e + tol, -math.inf)]
         inside += [e + rng.uniform(-tol, tol) for _ in range(6)]
         for x in inside:
             if abs(x - e) <= tol:   # the hidden test's own rule (lreact.checks.assert_close)
                 assert _accepts("v", x, key), (e, x, tol)
-        beyond = 2 * tol + 1e-9 * max(1.0, abs(e))
-        for x in [e + beyond, e - beyond, e + 3 * tol, e - 10]:
+        beyond = 3 * tol + 1e-9 * max(1.0, abs(e))
+        for x in [e + beyond, e - beyond, e + 4 * tol, e - 10]:
             assert not _accepts("v", x, key), (e, x, tol)
-    assert _accepts("v", 0.752, key_close("v", [0.75], 0.002))
-    assert not _accepts("v", math.nan, key_close("v", [0.5], tol))
-    assert not _accepts("v", math.inf, key_close("v", [0.5], tol))
+    assert _accepts("v", 0.752, key_close("v", [0.75], 0.002, 0, 1))
+    assert not _accepts("v", math.nan, key_close("v", [0.5], tol, 0, hi))
+    assert not _accepts("v", math.inf, key_close("v", [0.5], tol, 0, hi))
 
 
-def test_a_key_is_no_finer_than_the_tolerance():
-    """Expected values in one tolerance-wide cell give the same key: a program that searches the
-    key finds at most "a value within the tolerance", never more digits."""
-    assert key_close("v", [0.6001, 0.2], 0.002) == key_close("v", [0.6019, 0.2], 0.002)
-    assert key_close("v", [0.6001], 0.002) != key_close("v", [0.6021], 0.002)
+def test_a_vector_is_accepted_entry_by_entry_within_the_tolerance():
+    rng = random.Random(3)
+    e = [0.341, 0.296, 0.270, 0.093, 0.0]
+    key = key_close("p", e, 0.002, 0, 1)
+    for _ in range(40):
+        assert _accepts("p", [x + rng.uniform(-0.002, 0.002) for x in e], key)
+    assert not _accepts("p", [e[0] + 0.007] + e[1:], key)
+
+
+def test_a_key_is_no_finer_than_twice_the_tolerance():
+    """Expected values in one cell (twice the tolerance wide) give the same key: a program that
+    searches the key finds at most an interval of that width, never more digits."""
+    assert key_close("v", [0.6001, 0.2], 0.002, 0, 1) == key_close("v", [0.6039, 0.2], 0.002, 0, 1)
+    assert key_close("v", [0.6001], 0.002, 0, 1) != key_close("v", [0.6041], 0.002, 0, 1)
 
 
 def test_each_digest_is_a_slow_salted_kdf():
@@ -54,7 +83,7 @@ def test_each_digest_is_a_slow_salted_kdf():
     import hashlib
     salt = f"{answercheck.SALT}|n|0".encode()
     slow = hashlib.pbkdf2_hmac("sha256", b"8", salt, answercheck.ITERATIONS).hex()
-    assert key_int("n", 8) == f"int {slow[:answercheck.DIGEST_CHARS]}"
+    assert key_int("n", 8, 0, 10**6) == f"int 0 1000000 {slow[:answercheck.DIGEST_CHARS]}"
     assert answercheck.ITERATIONS >= 10_000
 
 
@@ -73,36 +102,93 @@ def test_the_form_of_a_distribution_is_as_tolerant_as_its_entries():
         probability_form([0.5, 0.5], 3, name="p", tol=0.002)
 
 
-def test_a_vector_is_checked_entry_by_entry_and_the_message_names_entries_not_values():
-    key = key_close("p", [0.609, 0.224, 0.136, 0.030], 0.002)
-    assert check("p", (0.6095, 0.2231, 0.1372, 0.0297), {"p": key}) == "p: right"
-    with pytest.raises(AssertionError) as err:
-        check("p", [0.609, 0.300, 0.136, 0.045], {"p": key}, hint="reread Part I")
-    text = str(err.value)
-    assert "not yet" in text and "entry 2, entry 4" in text and "Hint: reread Part I" in text
-    assert "0.224" not in text and "0.03" not in text
-    with pytest.raises(AssertionError, match="has 3 values, expected 4"):
+def test_the_forms_check_type_and_range_and_return_what_the_hidden_tests_read():
+    assert real_form("0.42", name="m", lo=0, hi=1) == 0.42
+    assert int_form(3.0, name="n", lo=1, hi=5) == 3 and int_form("2", name="n", lo=1, hi=5) == 2
+    assert choice_form(" Temperature ", ("temperature", "truncation"), name="a") == "temperature"
+    assert subset_form(("b", "a", "a"), ["a", "b", "c"], name="s") == ["a", "b"]
+    assert sequence_form(("c0", " L1"), ["c0", "L1", "L2"], name="c") == ["c0", "L1"]
+    for call, message in [
+            (lambda: real_form(1.5, name="m", lo=0, hi=1), "m must be a number from 0 to 1"),
+            (lambda: int_form(6, name="n", lo=1, hi=5), "n must be a whole number from 1 to 5"),
+            (lambda: int_form(2.5, name="n", lo=1, hi=5), "whole number"),
+            (lambda: choice_form("both", ("CoT", "ReAct"), name="a"), "'CoT' or 'ReAct'"),
+            (lambda: subset_form(["d"], ["a", "b"], name="s"), r"taken from \['a', 'b'\]"),
+            (lambda: subset_form("a", ["a", "b"], name="s"), "list or set of strings"),
+            (lambda: sequence_form({"c0"}, ["c0"], name="c"), "ordered list"),
+            (lambda: sequence_form(["c0", "c0"], ["c0"], name="c"), "twice")]:
+        with pytest.raises(AssertionError, match=message):
+            call()
+
+
+def test_a_vector_gets_one_verdict_that_names_no_entry_and_no_value():
+    """A vector is judged as a whole: with removed tokens (entries 0), an entry-by-entry verdict
+    would tell in one try which tokens are kept.  Zeros in the right places with wrong values
+    elsewhere, and right values with a zero moved, get the same "not yet"."""
+    key = key_close("p", [0.571, 0.429, 0, 0, 0], 0.002, 0, 1)
+    assert check("p", (0.5715, 0.4281, 0.001, 0, 0), {"p": key}) == "p: right"
+    said = set()
+    for wrong in ([0.5, 0.5, 0, 0, 0], [0.571, 0, 0.429, 0, 0], [0.2, 0.2, 0.2, 0.2, 0.2]):
+        with pytest.raises(AssertionError) as err:
+            check("p", wrong, {"p": key}, hint="reread Part I")
+        said.add(str(err.value))
+    assert said == {("p: not yet right; every entry within 0.002 of the exact value count"
+                     "\nHint: reread Part I")}
+    with pytest.raises(AssertionError, match="has 3 values, expected 5"):
         check("p", [0.6, 0.2, 0.2], {"p": key})
 
 
 def test_the_key_does_not_hold_the_value_and_depends_on_name_and_position():
-    key = key_close("softmax_answer", [0.609, 0.609], 0.002)
-    assert "609" not in key and "0.6" not in key.split(" ", 2)[2]
-    digests = key.split()[2:]
-    assert digests[0] != digests[1], "equal entries must not show as equal digests"
-    assert key != key_close("softmax_shifted", [0.609, 0.609], 0.002)
-    assert "34000" not in key_int("t", 34_000) and "react" not in key_set("x", ["react"])
+    key = key_close("softmax_answer", [0.609, 0.609], 0.002, 0, 1)
+    assert "609" not in key.split(" ", 5)[5] and "0.6" not in key
+    assert key != key_close("softmax_answer", [0.609, 0.610 + 0.004], 0.002, 0, 1)
+    assert key != key_close("softmax_shifted", [0.609, 0.609], 0.002, 0, 1)
+    assert key_close("v", [0.1, 0.5], 0.002, 0, 1) != key_close("v", [0.5, 0.1], 0.002, 0, 1)
+    assert "34000" not in key_int("t", 34_000, 0, 10**6)
 
 
 def test_int_and_set_keys_normalise_as_the_hidden_assertions_do():
-    assert _accepts("n", 8, key_int("n", 8)) and _accepts("n", 8.0, key_int("n", 8))
-    assert _accepts("n", "8", key_int("n", 8))
-    assert not _accepts("n", 7, key_int("n", 8))
+    key = key_int("n", 8, 0, 10**6)
+    assert _accepts("n", 8, key) and _accepts("n", 8.0, key) and _accepts("n", "8", key)
+    assert not _accepts("n", 7, key)
     with pytest.raises(AssertionError, match="whole number"):   # as assert_int_equal says it
-        check("n", True, {"n": key_int("n", 1)})
-    key = key_set("s", ["rainy", "cloudy"])
-    assert _accepts("s", ("cloudy", "rainy", "rainy"), key) and _accepts("s", {"rainy", "cloudy"}, key)
-    assert not _accepts("s", ["rainy"], key) and not _accepts("s", ["rainy", "cloudy", "sunny"], key)
+        check("n", True, {"n": key_int("n", 1, 0, 10**6)})
+    key = key_set("s", ["rainy", "cloudy"], 2**20)
+    assert _accepts("s", ("cloudy", "rainy", "rainy"), key)
+    assert _accepts("s", {"rainy", "cloudy"}, key)
+    assert not _accepts("s", ["rainy"], key)
+    assert not _accepts("s", ["rainy", "cloudy", "sunny"], key)
+
+
+def test_no_key_for_a_space_below_the_threshold():
+    """The threshold: a number needs MIN_CELLS cells (twice the tolerance wide) per entry over its
+    range, an exact answer MIN_VALUES values.  Below, neither a key nor a check exists: both
+    raise, naming the item."""
+    assert (MIN_CELLS, MIN_VALUES) == (100, 10**6)
+    assert key_space("p", key_close("p", [0.5], 0.002, 0, 1)) == 250
+    assert key_space("p", key_close("p", [0.5], 0.005, 0, 1)) == 100
+    for make, item in [(lambda: key_close("coarse", [0.5], 0.006, 0, 1), "coarse"),
+                       (lambda: key_int("nucleus_size", 3, 1, 5), "nucleus_size"),
+                       (lambda: key_int("total", 34_000, 0, 100_000), "total"),
+                       (lambda: key_set("labels", ["L3"], 2**8), "labels"),
+                       (lambda: key_set("context_c3", ["0:c0"], sequences(9)), "context_c3")]:
+        with pytest.raises(SmallAnswerSpace, match=f"^{item}: no answer key"):
+            make()
+    hand_made = {"nucleus_size": "int 1 5 " + answercheck.digest("nucleus_size", 0, "3"),
+                 "labels": "set 32 0123456789ab", "p": "close 0.05 0.0 1.0 1 0123456789ab"}
+    for name in hand_made:
+        with pytest.raises(SmallAnswerSpace, match=f"^{name}: "):
+            check(name, 3, hand_made)
+    assert sequences(9) == 986_410 < MIN_VALUES
+
+
+def test_check_either_says_which_reading_the_answer_is_right_for():
+    keys = {"v (x first)": key_close("v (x first)", [0.7, 0.3], 0.002, 0, 1),
+            "v (y first)": key_close("v (y first)", [0.6, 0.4], 0.002, 0, 1)}
+    assert check_either("v", [0.7, 0.3], keys) == "v (x first): right"
+    assert check_either("v", [0.6, 0.4], keys) == "v (y first): right"
+    with pytest.raises(AssertionError, match="v: not yet right; .*'x first' or 'y first'"):
+        check_either("v", [0.5, 0.5], keys)
 
 
 def test_a_missing_key_says_how_to_make_it():
@@ -111,18 +197,27 @@ def test_a_missing_key_says_how_to_make_it():
 
 
 TINY = [
-    ("solution", "x = [0.25, 0.75]\nn = 3\nfirst = 'a'\n"),
-    ("test_x", 'from lreact.answercheck import check\nhint = "h"\n_key = {\n}\n'
+    ("solution", "x = [0.25, 0.75]\nn = 3\nfirst = 'a'\nlabel = 'yes'\n"),
+    ("test_x", 'from lreact.answercheck import check, probability_form\nhint = "h"\n_key = {\n}\n'
+               'probability_form(x, 2, name="x", tol=0.005)\n'
                '_said = check("x", x, _key, hint=hint)\nprint(_said, "hidden graded")\n'
                "### BEGIN HIDDEN TESTS\nfrom lreact.checks import assert_close\n"
-               'assert_close(x, [0.25, 0.75], tol=0.01, name="x", hint=hint)\n### END HIDDEN TESTS'),
-    ("test_n", 'from lreact.answercheck import check\n# answer key also for: first = "b"\n_key = {\n}\n'
+               'assert_close(x, [0.25, 0.75], tol=0.005, name="x", hint=hint)\n'
+               "### END HIDDEN TESTS"),
+    ("test_n", 'from lreact.answercheck import check, int_form, real_form\n'
+               '# answer key also for: first = "b"\n_key = {\n}\n'
+               'int_form(n, name="n", lo=0, hi=10**6)\nreal_form(n, name="m", lo=0, hi=100)\n'
                'check(f"n ({first})", n, _key)\n'
                "### BEGIN HIDDEN TESTS\nfrom lreact.checks import assert_int_equal\n"
                'assert_int_equal(n, 3 if first == "a" else 4, name=f"n ({first})")\n'
                "from lreact.checks import assert_close\n"   # recorded although the line above fails
-               'assert_close(n, 3 if first == "a" else 5, tol=0.5, name=f"m ({first})")\n'
+               'assert_close(n, 3 if first == "a" else 5, tol=0.25, name=f"m ({first})")\n'
                "### END HIDDEN TESTS"),
+    ("test_label", 'from lreact.answercheck import choice_form\nhint = "h"\n'
+                   'choice_form(label, ("yes", "no"), name="label")\n'
+                   'print("form OK, hidden graded")\n'
+                   "### BEGIN HIDDEN TESTS\nfrom lreact.checks import assert_same_set\n"
+                   'assert_same_set([label], ["yes"], name="label")\n### END HIDDEN TESTS'),
 ]
 
 
@@ -139,10 +234,16 @@ def _tiny(cells=TINY):
 
 
 def test_keys_are_recorded_from_the_hidden_assertions_and_written_into_the_cells(tmp_path):
-    keys = answercheck.answer_keys(_tiny())
-    assert keys == {"test_x": {"x": key_close("x", [0.25, 0.75], 0.01)},
-                    "test_n": {"n (a)": key_int("n (a)", 3), "m (a)": key_close("m (a)", 3, 0.5),
-                               "n (b)": key_int("n (b)", 4), "m (b)": key_close("m (b)", 5, 0.5)}}
+    keys, spaces = answercheck.survey(_tiny())
+    assert keys == {"test_x": {"x": key_close("x", [0.25, 0.75], 0.005, 0, 1)},
+                    "test_n": {"n (a)": key_int("n (a)", 3, 0, 10**6),
+                               "m (a)": key_close("m (a)", 3, 0.25, 0, 100),
+                               "n (b)": key_int("n (b)", 4, 0, 10**6),
+                               "m (b)": key_close("m (b)", 5, 0.25, 0, 100)}}
+    assert spaces == {"test_x": {"x": (100**2, True)},
+                      "test_n": {"n (a)": (10**6 + 1, True), "m (a)": (200, True),
+                                 "n (b)": (10**6 + 1, True), "m (b)": (200, True)},
+                      "test_label": {"label": (2, False)}}
     path = tmp_path / "tiny.ipynb"
     nbformat.write(_tiny(), path)
     assert answercheck.write_keys(path) == ["test_x", "test_n"]
@@ -154,7 +255,20 @@ def test_keys_are_recorded_from_the_hidden_assertions_and_written_into_the_cells
     assert '"n (b)": "int ' in written.cells[2].source
 
 
-def test_a_hidden_assertion_without_a_name_cannot_get_a_key():
-    cells = TINY[:1] + [("test_x", TINY[1][1].replace(', name="x"', ""))]
+def test_a_key_block_for_a_small_space_is_refused_naming_the_item():
+    label = TINY[3][1].replace('hint = "h"\n', 'hint = "h"\n_key = {\n}\n')
+    with pytest.raises(SmallAnswerSpace, match="^label: no answer key for a space of 2 "):
+        answercheck.answer_keys(_tiny(TINY[:3] + [("test_label", label)]))
+    narrow = TINY[2][1].replace("hi=10**6", "hi=10**6 - 2")
+    with pytest.raises(SmallAnswerSpace, match=r"^n \(a\): .* 999,999 whole numbers"):
+        answercheck.answer_keys(_tiny(TINY[:2] + [("test_n", narrow)]))
+
+
+def test_a_key_needs_a_declared_form_and_a_named_assertion():
+    cells = TINY[:1] + [("test_x", TINY[1][1].replace('tol=0.005, name="x"', "tol=0.005"))]
     with pytest.raises(ValueError, match="without name="):
+        answercheck.answer_keys(_tiny(cells))
+    formless = TINY[1][1].replace('probability_form(x, 2, name="x", tol=0.005)\n', "")
+    cells = TINY[:1] + [("test_x", formless)]
+    with pytest.raises(ValueError, match="no form declared for 'x'"):
         answercheck.answer_keys(_tiny(cells))

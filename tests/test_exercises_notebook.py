@@ -2,13 +2,16 @@
 
 Fast checks read the source notebook and the catalogue of wrong answers, and run the cells in this
 process: each answer with parts earns its points per part (``LOSES``: exactly the test cells each
-wrong answer costs, the carry-forward of Exercise 6(b) included), and each test cell's visible
-check (``lreact.answercheck``: right or "not yet", from an answer key of salted digests made by
-``python -m lreact.answercheck`` from the hidden tests) agrees with its hidden test on the
-solution, on right answers in other forms and on every catalogued wrong answer.  The ``slow`` ones
-grade with ``autograder.run.engine``: the source earns every autograded point, the released stubs earn
-none, every catalogued wrong answer loses exactly its ``LOSES`` cells, and answer cells that shadow
-builtins or patch jsonschema gain nothing.
+wrong answer costs, the carry-forward of Exercise 6(b) included).  The visible checks
+(``lreact.answercheck``) give no answer away: a small-space item (a label, a set of labels, a small
+integer, a short ordered list: ``SMALL_WRONG``) has no key and its check says the same for every
+value of the right form, in the released student version too; a number (``LARGE_WRONG``) says
+right or "not yet" from a fresh key that ``python -m lreact.answercheck`` made from the hidden
+tests, and agrees with its hidden test on the solution, on right answers in other forms and on
+every catalogued wrong answer.  The ``slow`` ones grade with ``autograder.run.engine``: the source
+earns every autograded point, the released stubs earn none, every catalogued wrong answer loses
+exactly its ``LOSES`` cells, and answer cells that shadow builtins or patch jsonschema gain
+nothing.
 """
 import contextlib
 import io
@@ -260,6 +263,18 @@ LOSES = {
 }
 # checked by running the answer (code, a schema) on cases the cell shows, not by an answer key
 BEHAVIOURAL = {"test_ex11_code_action", "test_ex13_tool_schema", "test_ex13_tool_schema__bad_calls"}
+# small answer spaces: the visible part checks the form only (``SMALL_WRONG``)
+FORM_ONLY = {
+    "test_ex04_truncation", "test_ex04_truncation__topp", "test_ex04_truncation__nucleus_size",
+    "test_ex05_nucleus_flat", "test_ex06_order", "test_ex06_order__size", "test_ex07_constrained",
+    "test_ex10_trajectory", "test_ex10_trajectory__thoughts", "test_ex10_trajectory__observations",
+    "test_ex10_trajectory__context", "test_ex11_code_action__calls",
+    "test_ex11_code_action__calls_code", "test_ex12_context_budget",
+    "test_ex12_context_budget__prefix", "test_ex12_context_budget__overflow",
+    *(f"test_ex09_cot_or_react{'' if k == 'a' else '__' + k}" for k in "abcdef"),
+    *(f"test_ex14_validation{'' if i == 1 else f'__c{i}'}" for i in range(1, 9))}
+# a check graded in the reading another part chose: it says which reading the value is right for
+EITHER = {"test_ex06_order__values": ("applied_first", ["temperature", "truncation"])}
 
 
 def _visible(source):
@@ -305,19 +320,74 @@ def test_each_exercise_keeps_its_points_and_the_heading_states_them(nb):
         assert f"({points} points" in heading.splitlines()[0], heading.splitlines()[0]
 
 
-def test_answer_keys_are_made_from_the_hidden_tests_and_current(nb):
-    """Every ``_key`` block is what ``python -m lreact.answercheck`` writes from the hidden tests
-    run on the solutions (never typed by hand); every test cell but the behavioural ones has one,
-    and its visible part calls ``check`` for it."""
-    from lreact.answercheck import answer_keys, key_block
-    keys = answer_keys(nb)
-    tests = [c for c in nb.cells if meta(c).get("grade") and not meta(c).get("solution")]
-    assert set(keys) == {t.id for t in tests} - BEHAVIOURAL
+def _tests(nb):
+    return [c for c in nb.cells if meta(c).get("grade") and not meta(c).get("solution")]
+
+
+def _base(name):
+    return name.split(" (")[0]   # "order_probs (truncation first)": order_probs
+
+
+@pytest.fixture(scope="module")
+def surveyed(nb):
+    """``lreact.answercheck.survey``: the keys and the declared answer spaces of every test cell
+    (it raises SmallAnswerSpace if a cell asks for a key of a small space)."""
+    from lreact.answercheck import survey
+    return survey(nb)
+
+
+def test_answer_keys_are_current_and_only_for_answer_spaces_too_large_to_search(nb, surveyed):
+    """Every test cell but the behavioural ones declares the form, and so the space, of each
+    answer it grades.  A cell whose answers are all in large spaces has the ``_key`` block that
+    ``python -m lreact.answercheck`` writes from the hidden tests (never typed by hand) and calls
+    the check; a cell with a small-space answer has no key, no digest and no check, only its form.
+    The small items are exactly those of ``SMALL_WRONG``, the large ones those of
+    ``LARGE_WRONG``."""
+    from lreact.answercheck import key_block
+    keys, spaces = surveyed
+    tests = _tests(nb)
+    assert set(spaces) == {t.id for t in tests} - BEHAVIOURAL
     for t in tests:
-        if t.id in keys:
-            assert keys[t.id] and key_block(keys[t.id]) in _visible(t.source), (
+        visible = _visible(t.source)
+        large = {b for _, b in spaces.get(t.id, {}).values()}
+        if large == {True}:
+            assert set(keys[t.id]) == set(spaces[t.id]), t.id
+            assert key_block(keys[t.id]) in visible, (
                 f"{t.id}: stale answer key; run python -m lreact.answercheck")
-            assert "check(" in _visible(t.source), t.id
+            assert re.search(r"\bcheck(_either)?\(", visible), t.id
+        else:
+            assert t.id not in keys, t.id
+            assert "_key" not in visible and not re.search(r"\bcheck(_either)?\(", visible), t.id
+            assert not re.search(r"\b[0-9a-f]{12}\b", visible), t.id
+    small = {_base(n) for s in spaces.values() for n, (_, big) in s.items() if not big}
+    large = {_base(n) for s in spaces.values() for n, (_, big) in s.items() if big}
+    assert small == set(SMALL_WRONG) and large == set(LARGE_WRONG)
+
+
+def test_no_small_space_key_can_be_written_or_checked(nb):
+    """A ``_key`` block in a small-space cell makes ``python -m lreact.answercheck`` refuse, naming
+    the item; every key of the released student version is for a space above the threshold."""
+    import copy
+
+    from lreact.answercheck import SmallAnswerSpace, answer_keys, key_space
+    for cid, item in [("test_ex04_truncation__nucleus_size", "nucleus_size"),
+                      ("test_ex10_trajectory__context", "context_c3"),
+                      ("test_ex09_cot_or_react__e", "cot_or_react['e']")]:
+        planted = copy.deepcopy(nb)
+        cell = next(c for c in planted.cells if c.id == cid)
+        cell.source = "_key = {\n}\n" + cell.source
+        with pytest.raises(SmallAnswerSpace, match=re.escape(item)):
+            answer_keys(planted)
+    student = nbformat.read(STUDENT, as_version=4)
+    found = 0
+    for cell in student.cells:
+        keyed = re.findall(r'^    "(.+)": "((?:close|int|set) [^"]+)",$', cell.source, re.MULTILINE)
+        for name, key in keyed:
+            key_space(name, key)      # raises SmallAnswerSpace for a small space
+            found += 1
+        if cell.cell_type == "markdown" or not meta(cell).get("grade"):
+            assert not re.search(r"\b[0-9a-f]{12}\b", cell.source), cell.id
+    assert found == len(LARGE_WRONG) + 1     # order_probs has a key for each order of (a)
 
 
 def test_every_visible_check_agrees_with_its_hidden_test_on_the_solution(nb, solved):
@@ -327,8 +397,10 @@ def test_every_visible_check_agrees_with_its_hidden_test_on_the_solution(nb, sol
 
 
 def test_wrong_parts_lose_only_their_own_points_and_visible_checks_agree(nb, solved):
-    """For every catalogue entry: the cells that fail are exactly ``LOSES[entry]`` and each of its
-    test cells' visible part says "not yet" exactly when the whole cell (hidden tests) fails."""
+    """For every catalogue entry: the cells that fail are exactly ``LOSES[entry]``; each of its
+    keyed test cells' visible part says "not yet" exactly when the whole cell (hidden tests)
+    fails (Exercise 6(b): when it would fail in either order of (a)), and each form-only one
+    runs through (the catalogue's wrong answers all have the right form)."""
     entries = {f.stem: f for f in catalogue()}
     assert set(entries) == set(LOSES)
     for stem, f in entries.items():
@@ -337,7 +409,19 @@ def test_wrong_parts_lose_only_their_own_points_and_visible_checks_agree(nb, sol
         exec(f.read_text(), namespace)  # noqa: S102 - the catalogue's own cells
         verdicts = _verdicts(nb, namespace, grading_cells(nb, gid))
         assert {t for t, (_, whole) in verdicts.items() if whole} == LOSES[stem], stem
-        disagree = {t: v for t, v in verdicts.items() if bool(v[0]) != bool(v[1])}
+        disagree = {}
+        for t, (visible, whole) in verdicts.items():
+            if t in FORM_ONLY:      # says nothing about a wrong answer of the right form
+                if visible:
+                    disagree[t] = visible
+            elif t in EITHER:       # "not yet" when the values are right in neither reading
+                var, readings = EITHER[t]
+                wholes = [_fails(next(c.source for c in nb.cells if c.id == t),
+                                 {**namespace, var: r}, t) for r in readings]
+                if bool(visible) != all(wholes):
+                    disagree[t] = (visible, wholes)
+            elif bool(visible) != bool(whole):
+                disagree[t] = (visible, whole)
         assert disagree == {}, f"{stem}: visible check and hidden test disagree: {disagree}"
 
 
@@ -350,6 +434,148 @@ def test_right_answers_in_other_forms_pass_every_visible_check(nb, solved):
             exec(src, namespace)  # noqa: S102 - our own fixtures
     tests = [c for c in nb.cells if meta(c).get("grade") and not meta(c).get("solution")]
     assert {t: v for t, v in _verdicts(nb, namespace, tests).items() if v != (None, None)} == {}
+
+
+# --- feedback that gives no answer away (the student version's visible checks) -------------
+
+STUDENT = ROOT / "exercises" / f"{ASSIGNMENT}.ipynb"
+# Every small-space item (a label, a set of labels, a small integer, a choice among a few, a short
+# ordered list) with wrong values of the right form: all of them where the space is tiny.
+SMALL_WRONG = {
+    "topk_tokens": [["rainy"], ["rainy", "sunny"], ["rainy", "cloudy", "sunny"],
+                    ["cloudy", "purple"]],
+    "topp_tokens": [["rainy", "cloudy"], ["rainy", "cloudy", "sunny", "snowy"], ["sunny"]],
+    "nucleus_size": [1, 2, 4, 5],
+    "flat_nucleus_size": [1, 3, 5, 7],
+    "applied_first": ["truncation"],
+    "order_nucleus_size": [1, 2, 3, 5],
+    "allowed_tokens": [['"get_weather"'], ["get_weather", "calculate", '"city"'], ["Sure"]],
+    **{f"cot_or_react['{k}']": [v] for k, v in
+       {"a": "ReAct", "b": "CoT", "c": "ReAct", "d": "CoT", "e": "CoT", "f": "ReAct"}.items()},
+    "action_lines": [["L3", "L5"], ["L2", "L3", "L5", "L8"], ["L1"]],
+    "thought_lines": [["L2", "L7", "L8"], ["L2"], ["L4"]],
+    "observation_lines": [["L4", "L6"], ["L1", "L4", "L6", "L8"], ["L2"]],
+    "context_c3": [["c0", "L1", "L2", "L3", "L4", "L5", "L6", "L7"],
+                   ["L1", "L2", "L3", "L4", "L5", "L6"], ["c0", "L1", "L3", "L4", "L5", "L6"]],
+    "llm_calls_specific": [3, 5, 1],
+    "llm_calls_code": [1, 3, 4],
+    "total_tokens_sent": [22000, 23200, 52000],
+    "prefix_tokens_sent": [1200, 10800, 13200],
+    "overflow_turn": [7, 9, 1],
+    **{f"first_failed_check['c{i}']": [v for v in range(4) if v != right]
+       for i, right in enumerate([0, 2, 1, 3, 3, 0, 1, 3], 1)},
+}
+
+
+def _set(namespace, item, value):
+    m = re.fullmatch(r"(\w+)\['(\w+)'\]", item)
+    if m:
+        namespace[m[1]] = {**namespace[m[1]], m[2]: value}
+    else:
+        namespace[item] = value
+
+
+def _outputs(cells, namespace):
+    """{cell id: (what it printed, the error it stopped with)}, each cell run on a copy."""
+    out = {}
+    for c in cells:
+        printed, error = io.StringIO(), None
+        try:
+            with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(c.source, c.id, "exec"), dict(namespace))  # noqa: S102 - our notebook
+        except Exception as e:  # noqa: BLE001 - the output is what we compare
+            error = f"{type(e).__name__}: {e}"
+        out[c.id] = (printed.getvalue(), error)
+    return out
+
+
+@pytest.fixture(scope="module")
+def student_tests():
+    student = nbformat.read(STUDENT, as_version=4)
+    tests = [c for c in student.cells if meta(c).get("grade") and not meta(c).get("solution")]
+    assert tests and not any("BEGIN HIDDEN TESTS" in c.source for c in tests)
+    return tests
+
+
+def test_no_small_space_item_reveals_correctness_in_the_student_version(student_tests, solved):
+    """Every visible test cell of the released student version prints and raises exactly the same
+    with each wrong value of the right form of a small-space item as with the right value: all
+    items wrong at once (every cell), then one item at a time (the cells that read it)."""
+    base = _outputs(student_tests, solved)
+    assert {t: e for t, (_, e) in base.items() if e} == {}
+    differ = []
+    for i in range(max(len(v) for v in SMALL_WRONG.values())):
+        namespace = dict(solved)
+        for item, wrongs in SMALL_WRONG.items():
+            _set(namespace, item, wrongs[i % len(wrongs)])
+        got = _outputs(student_tests, namespace)
+        differ += [f"round {i}: {t}: {got[t]}" for t in got if got[t] != base[t]]
+    for item, wrongs in SMALL_WRONG.items():
+        var = item.split("[")[0]
+        readers = [c for c in student_tests if re.search(rf"\b{var}\b", c.source)]
+        assert readers, item
+        for wrong in wrongs:
+            namespace = dict(solved)
+            _set(namespace, item, wrong)
+            got = _outputs(readers, namespace)
+            differ += [f"{item} = {wrong!r}: {t}: {got[t]}" for t in got if got[t] != base[t]]
+    assert differ == [], f"{len(differ)} outputs differ:\n" + "\n".join(differ[:40])
+
+
+# Every large-space item (numbers within a tolerance) with a wrong value of the right form.
+LARGE_WRONG = {
+    "softmax_answer": [0.224, 0.609, 0.136, 0.030],
+    "softmax_shifted": [0.25, 0.25, 0.25, 0.25],
+    "p_cold": [0.665, 0.245, 0.090],
+    "p_hot": [0.333, 0.333, 0.334],
+    "ratio_cold": 2.0,
+    "ratio_hot": 2.718,
+    "topk_probs": [0.5, 0.5, 0, 0, 0],
+    "topp_probs": [0.571, 0.429, 0, 0, 0],
+    "flat_topp_probs": [0.253, 0.230, 0.207, 0.172, 0.138, 0.0, 0.0],
+    "flat_topk_mass": 0.58,
+    "order_probs": [0.2, 0.2, 0.2, 0.2, 0.2],
+    "p_constrained": [0.6, 0.2, 0, 0.2, 0, 0, 0, 0],
+    "p_invalid": 0.4,
+}
+
+
+def test_large_space_items_still_say_right_or_not_yet(student_tests, solved):
+    """In the student version, each number's check prints "right" for the solution and stops with
+    "not yet" (and its hint) for a wrong value of the right form; nothing else changes."""
+    base = _outputs(student_tests, solved)
+    for item, wrong in LARGE_WRONG.items():
+        readers = [c for c in student_tests if re.search(rf"\b{item}\b", c.source)]
+        assert len(readers) == 1, item
+        cid = readers[0].id
+        printed, error = base[cid]
+        said = re.match(rf"{item}( \(\w+ first\))?: right ", printed)
+        assert error is None and said, (cid, printed)
+        got = _outputs(student_tests, {**solved, item: wrong})
+        assert {t for t in got if got[t] != base[t]} == {cid}, item
+        printed, error = got[cid]
+        assert printed == "" and error.startswith(f"AssertionError: {item}: not yet right"), error
+        assert "\nHint: reread Part" in error
+
+
+def test_the_introduction_is_short_and_says_which_checks_say_right(student_tests):
+    """Before the first task, under 250 words that say which checks tell right / not yet
+    (numbers) and which only the form (labels, sets, whole numbers), and that the points come at
+    grading time; no word on hashing or on finding answers by trying, anywhere in the student
+    version's text; how grading works is said at the end."""
+    student = nbformat.read(STUDENT, as_version=4)
+    first = [c.id for c in student.cells].index("ex01_question")
+    intro = "\n".join(c.source for c in student.cells[:first] if c.cell_type == "markdown")
+    assert len(re.findall(r"\S+", intro)) < 250
+    for said in ["**number**", "`right`", "`not yet`", "form only",
+                 "**label, a set of labels or a whole number**",
+                 "Hidden tests give the points when your work is graded"]:
+        assert said in intro, said
+    text = "\n".join(c.source for c in student.cells if c.cell_type == "markdown").lower()
+    for word in ["hash", "salt", "digest", "pbkdf", "answer key", "brute", "a program"]:
+        assert word not in text, word
+    assert "**how your work is graded.**" in student.cells[-1].source.lower()
 
 
 # --- grading proofs (execute the notebook) --------------------------------------------------
