@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lreact-installed
 
-.PHONY: setup lab model formgrader test unit selfcheck release system-deps benchmark benchmark-model clean
+.PHONY: setup lab model formgrader test unit selfcheck release student-edition system-deps benchmark benchmark-model clean
 
 # llama-cpp-python (the embedded backend, lreact/engines/embedded.py) is compiled from source on PyPI.
 # Portable CPU flags: x86-64 with AVX2, no AVX-512/AMX (built for the machine's own CPU it crashed
@@ -70,6 +70,11 @@ selfcheck: setup
 
 release: setup
 	$(PY) -m autograder release
+
+# The students' copy of the course (no answers), to publish: make student-edition OUT=../students
+student-edition: setup
+	@test -n "$(OUT)" || { echo "make student-edition OUT=path/to/a/new/folder"; exit 2; }
+	$(PY) -m autograder student-edition "$(OUT)"
 
 benchmark: setup
 	$(PY) -m scripts.benchmark_grading

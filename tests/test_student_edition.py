@@ -128,3 +128,31 @@ def test_visible_tests_fail_on_the_stubs_and_pass_on_the_model_answers(edition):
         else:
             failed = [(cid, err) for cid, err in tests if err is not None]
             assert not failed, f"{aid}: visible tests fail on the model answers: {failed}"
+
+
+def test_an_answer_that_copies_a_reference_is_flagged_never_zeroed(tmp_path):
+    """Belt and braces: the model answer of top_p_filter with renamed variables, and the course's
+    softmax pasted in, are flagged in the CSV's reason and the summary; the scores stay."""
+    import csv
+    import inspect
+
+    from autograder.instructor.grade import grade_all
+    from lreact import sampling
+    source = cells.load(paths.source_path("lecture-ReAct-lab"))
+    nb = cells.load(paths.student_path("lecture-ReAct-lab"))          # every other answer a stub
+    model = next(c for c in nb.cells if cells.grade_id(c) == "top_p_filter")
+    model.source = next(c for c in source.cells if cells.grade_id(c) == "top_p_filter").source \
+        .replace("probs", "weights").replace("order", "ranked")
+    softmax = next(c for c in nb.cells if cells.grade_id(c) == "softmax")
+    ref = inspect.getsource(sampling.softmax.__wrapped__).replace("@reference_implementation\n", "")
+    softmax.source = ref.replace("z", "logits_in")
+    dest = tmp_path / "subs" / "ann" / "lecture-ReAct-lab"
+    dest.mkdir(parents=True)
+    nbformat.write(nb, str(dest / "lecture-ReAct-lab.ipynb"))
+    records, _ = grade_all(tmp_path / "subs", out=tmp_path / "grades.csv", jobs=1, timeout=60,
+                           state=tmp_path / "state", progress=False, gradebook=False)
+    r = records[0]
+    assert set(r["copied"]) == {"top_p_filter", "softmax"}, r.get("copied")
+    row = list(csv.DictReader((tmp_path / "grades.csv").open()))[0]
+    assert "looks copied: softmax, top_p_filter" in row["reason"]
+    assert r["total"] > 0                               # flagged, not zeroed

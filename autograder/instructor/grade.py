@@ -38,7 +38,7 @@ from pathlib import Path
 import lreact
 
 from .. import paths
-from ..cells import grade_id, is_autograded_test, is_manual, load, points
+from ..cells import grade_id, is_answer, is_autograded_test, is_manual, load, points
 from ..run import engine
 from ..run.pool import in_pool
 from ..sandbox.launch import describe
@@ -155,7 +155,7 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
             # identical bytes from two students share one grading; the names are theirs
             record.update(student=sub.student, assignment=sub.assignment, origin=sub.origin,
                           submitted=_path(sub), cached=True)
-            return annotate(record, sub)
+            return flag_copies(annotate(record, sub), sub, source)
         except ValueError:
             pass
     run = dict(run or {})
@@ -172,7 +172,31 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
         record = json.loads(cached.read_text(encoding="utf-8"))
     record["cached"] = False
     record["submitted"] = _path(sub)
-    return annotate(record, sub)
+    return flag_copies(annotate(record, sub), sub, source)
+
+
+def flag_copies(record: dict, sub: Submission, source: Path | None) -> dict:
+    """``record["copied"]``: answers that hold a reference implementation's or the model
+    answer's code, variables renamed or not (``proofs.edition_leaks.copied_answers``): a flag
+    for the instructor in ``reason`` and the summary; the scores stay what the tests gave."""
+    from ..proofs.edition_leaks import copied_answers
+    if source is None or sub.notebook is None or not was_graded(record):
+        return record
+    try:
+        nb = load(sub.notebook)
+    except Exception:  # noqa: BLE001 - graded as not a notebook already
+        return record
+    answers = {grade_id(c): c.source for c in nb.cells
+               if is_answer(c) and c.cell_type == "code" and grade_id(c)}
+    try:
+        found = copied_answers(answers, Path(source).parent.parent.parent)
+    except Exception:  # noqa: BLE001 - a flag, never a reason to stop grading
+        return record
+    if found:
+        record["copied"] = found
+        note = "looks copied: " + ", ".join(sorted(found))
+        record["reason"] = "; ".join(p for p in (record.get("reason"), note) if p)
+    return record
 
 
 def graded(sub: Submission, source: Path, *, timeout: float = 60, sandbox: str = "auto",
@@ -368,6 +392,14 @@ def summary(records, failures) -> str:
                 lines.append(f"  {_who(r)}: its grade from an earlier run was withdrawn "
                              "(its autograded scores; hand grades are kept for when it is "
                              "graded again)")
+    copied = [r for r in records if r.get("copied")]
+    if copied:
+        lines.append(f"{len(copied)} submission(s) whose answers hold code of a reference "
+                     "implementation or of the model answer (variables renamed or not); their "
+                     "scores are what the tests gave, the judgement is yours:")
+        for r in copied:
+            for gid, what in sorted(r["copied"].items()):
+                lines.append(f"  {_who(r)}: {shown(gid)} holds {shown('; '.join(what))}")
     several = [r for r in records if r.get("duplicates")]
     if several:
         lines.append(f"{len(several)} student(s) with more than one upload of one assignment "

@@ -21,6 +21,7 @@ README, "Who gets what").  Lecture connection: none (``autograder/README.md``, "
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -109,21 +110,49 @@ def bodies(source: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _copied(reference: list[str], found: list[str]) -> bool:
+def _copied(reference: list[str], found: list[str], run: int = RUN, whole: bool = True) -> bool:
+    """Whether ``run`` consecutive statements of ``reference`` (a body shorter than that: all of
+    it, if ``whole``) appear in order in ``found``, not all of them trivial."""
     meaningful = [s for s in reference if not TRIVIAL.match(s)]
     if not meaningful:
         return False
-    if len(reference) <= RUN:
+    if len(reference) <= run:
+        if not whole:
+            return False
         window = [reference]
     else:
-        window = [reference[i:i + RUN] for i in range(len(reference) - RUN + 1)]
-    for run in window:
-        if all(TRIVIAL.match(s) for s in run):
+        window = [reference[i:i + run] for i in range(len(reference) - run + 1)]
+    for part in window:
+        if all(TRIVIAL.match(s) for s in part):
             continue
-        for i in range(len(found) - len(run) + 1):
-            if found[i:i + len(run)] == run:
+        for i in range(len(found) - len(part) + 1):
+            if found[i:i + len(part)] == part:
                 return True
     return False
+
+
+COPY_RUN = 4     # statements in a row that flag an answer as copied (a canonical short body
+#                  written independently stays below it)
+
+
+def copied_answers(answer_sources: dict, root: Path = paths.ROOT) -> dict:
+    """``{grade id: [what it copies]}`` for the answers (``{grade id: source}``) that hold
+    ``COPY_RUN`` consecutive statements of a reference implementation or of a model answer
+    (variables renamed or not): a flag for the instructor, never a score."""
+    refs = _references(str(root))
+    out = {}
+    for gid, source in answer_sources.items():
+        shapes = [b for _, b in bodies(source)]
+        found = sorted({what for what, ref in refs
+                        if any(_copied(ref, b, COPY_RUN, whole=False) for b in shapes)})
+        if found:
+            out[gid] = found
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _references(root: str) -> tuple:
+    return tuple(secrets(Path(root)).references)
 
 
 # --- what must not leak ------------------------------------------------------------------------
