@@ -198,6 +198,8 @@ INSTRUCTOR_PLUGINS = ["@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-
                       "@jupyter/nbgrader:course-list", "@jupyter/nbgrader:menu"]
 INSTRUCTOR_SERVER = ["nbgrader.server_extensions.formgrader",
                      "nbgrader.server_extensions.course_list"]
+# JupyterLab's "Would you like to get notified about official Jupyter news?" pop-up
+ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
 
 
 def _json(path):
@@ -207,14 +209,28 @@ def _json(path):
 
 def test_student_config_switches_off_the_instructor_interface_and_keeps_validate():
     disabled = _json(CONFIG / "student" / "labconfig" / "page_config.json")["disabledExtensions"]
-    assert disabled == {p: True for p in INSTRUCTOR_PLUGINS}
+    assert disabled == {**{p: True for p in INSTRUCTOR_PLUGINS}, ANNOUNCEMENTS: True}
     assert "@jupyter/nbgrader:validate-assignment" not in disabled
     server = _json(CONFIG / "student" / "jupyter_server_config.json")
     assert server["ServerApp"]["jpserver_extensions"] == {m: False for m in INSTRUCTOR_SERVER}
     instructor = _json(CONFIG / "instructor" / "labconfig" / "page_config.json")
-    assert instructor["disabledExtensions"] == {p: False for p in INSTRUCTOR_PLUGINS}
+    assert instructor["disabledExtensions"] == {**{p: False for p in INSTRUCTOR_PLUGINS},
+                                                ANNOUNCEMENTS: True}
     server = _json(CONFIG / "instructor" / "jupyter_server_config.json")
     assert server["ServerApp"]["jpserver_extensions"] == {m: True for m in INSTRUCTOR_SERVER}
+    for view in ("student", "instructor"):   # no news feed is fetched either
+        assert _json(CONFIG / view / "jupyter_server_config.json")["LabApp"] == {"news_url": None}
+
+
+def test_the_announcements_plugin_is_the_one_jupyterlab_ships():
+    """The news pop-up is JupyterLab's announcements plugin; a renamed id would disable nothing."""
+    import sys
+    static = pathlib.Path(sys.prefix) / "share" / "jupyter" / "lab" / "static"
+    if not static.is_dir():
+        pytest.skip("JupyterLab's static files are not installed in this environment")
+    shipped = "".join(p.read_text(errors="replace") for p in static.glob("jlab_core.*.js"))
+    assert f'"{ANNOUNCEMENTS}"' in shipped
+    assert "Would you like to get notified about official Jupyter news?" in shipped
 
 
 def test_the_disabled_plugins_are_those_nbgrader_ships():
@@ -241,8 +257,8 @@ def test_jupyter_reads_the_student_config_from_the_config_path():
             "e = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions();"
             "d = [k for k, v in d.items() if v] if isinstance(d, dict) else list(d);"
             "print(sorted(d)); print(sorted(k for k, v in e.items() if not v))")
-    for view, plugins, server in [("student", INSTRUCTOR_PLUGINS, INSTRUCTOR_SERVER),
-                                  ("instructor", [], [])]:
+    for view, plugins, server in [("student", INSTRUCTOR_PLUGINS + [ANNOUNCEMENTS], INSTRUCTOR_SERVER),
+                                  ("instructor", [ANNOUNCEMENTS], [])]:
         env = {**os.environ, "JUPYTER_CONFIG_PATH": str(CONFIG / view)}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                              timeout=60, check=True).stdout.splitlines()
