@@ -86,6 +86,20 @@ def test_notebook_is_valid_committed_without_outputs_and_has_stable_ids(nb):
             assert meta(c)["schema_version"] == 3
 
 
+def test_exercise_6_asks_for_the_order_of_this_courses_convention(nb):
+    """Part I teaches two orders (this course and Hugging Face: temperature first; llama.cpp's
+    default chain and Ollama 0.30+: temperature last), so 6(a) names the convention it asks
+    about; its hidden test accepts the label in any case and spacing."""
+    question = next(c.source for c in nb.cells if c.id == "ex06_question")
+    assert "this course's convention" in question and "lab A.5" in question
+    assert "case and spaces do not matter" in question
+    part1 = nbformat.read(ROOT / "lectures" / "lecture-ReAct-1-sampling.ipynb", as_version=4)
+    taught = "\n".join(c.source for c in part1.cells if c.cell_type == "markdown")
+    assert "temperature last" in taught and "lab A.5" in taught
+    from autograder.proofs import catalogue as answers
+    assert any(e.grade_id == "ex06_order" for e in answers.right_entries(ASSIGNMENT))
+
+
 def test_at_least_twelve_exercises_over_both_parts(nb):
     questions = [c for c in nb.cells if c.id.endswith("_question")]
     assert len(questions) >= 12
