@@ -252,6 +252,7 @@ LOSES = {
     "ex07_constrained__not_renormalised": {"test_ex07_constrained__renormalised"},
     "ex09_cot_or_react__clock_arithmetic_as_tool": {"test_ex09_cot_or_react__c"},
     "ex09_cot_or_react__recalled_rate": {"test_ex09_cot_or_react__e"},
+    "ex09_cot_or_react__logic_as_lookup": {"test_ex09_cot_or_react__f"},
     "ex10_trajectory__c3_includes_thought": {"test_ex10_trajectory__context"},
     "ex10_trajectory__finish_as_thought": {"test_ex10_trajectory", "test_ex10_trajectory__thoughts"},
     "ex10_trajectory__no_prefix": {"test_ex10_trajectory__context"},
@@ -274,6 +275,7 @@ LOSES = {
     "ex13_tool_schema__nothing_required": {"test_ex13_tool_schema__bad_calls"},
     "ex14_validation__execution_is_validation": {"test_ex14_validation__c6"},
     "ex14_validation__name_before_json": {"test_ex14_validation__c7"},
+    "ex14_validation__enum_not_checked": {"test_ex14_validation__c8"},
 }
 # checked by running the answer (code, a schema) on cases the cell shows, not by an answer key
 BEHAVIOURAL = {"test_ex11_code_action", "test_ex13_tool_schema", "test_ex13_tool_schema__bad_calls"}
