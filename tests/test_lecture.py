@@ -534,21 +534,110 @@ def test_ollama_text_since_0_14_prints_the_function_as_a_go_struct():
 
 
 def test_workload_estimate_follows_the_stated_rule(tmp_path):
+    """Reading at 120-140 words a minute, a lecture cell 1-2 min, a widget 3-5, a test cell 15-30 s,
+    every task timed (TASK_MINUTES, a default per kind), model cells wait (MODEL_WAIT), sections
+    marked optional counted apart."""
     from lreact.views import workload
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("word " * 300),
-                nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("y = 2"),
-                nbformat.v4.new_code_cell("def f(): ...")]
-    nb.cells[2].metadata["nbgrader"] = {"solution": True, "grade": False}
+    nb.cells = [nbformat.v4.new_markdown_cell("word " * 280),
+                nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("widgets.temperature_explorer()"),
+                nbformat.v4.new_code_cell("def f(): ..."),
+                nbformat.v4.new_code_cell("llm = configured_llm()"),
+                nbformat.v4.new_code_cell("def g():\n    return configured_llm()"),
+                nbformat.v4.new_markdown_cell("## Optional: more\n\n" + "word " * 40),
+                nbformat.v4.new_code_cell("y = 2")]
+    nb.cells[3].metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "f"}
     path = tmp_path / "n.ipynb"
     nbformat.write(nb, path)
-    assert workload.notebook_counts(path) == {"words": 300, "code_cells": 2, "answer_cells": 1}
-    assert workload.estimate_minutes(path, "lecture") == (2 + 2, 3 + 6)
-    assert workload.estimate_minutes(path, "lab") == (2 + 18 + 2, 3 + 30 + 4)
-    assert workload.estimate_minutes(path, "exercises") == (2 + 8 + 2, 3 + 12 + 4)
-    assert workload.hours((90, 150)) == "1.5-2.5 h"
+    assert workload.notebook_counts(path) == {"words": 323, "code_cells": 5, "answer_cells": 1}
+    assert workload.model_cells(path) == [nb.cells[4].id]     # a def that calls a model is not a use
+    e = workload.estimate(path, "lecture")
+    assert e.reading == [2, 280 / 120] and e.cells == [1 + 3 + 1 + 1, 2 + 5 + 2 + 2]
+    assert e.waiting == list(workload.DEFAULT_WAIT) and e.tasks == [0, 0]
+    assert e.optional == [43 / 140 + 1, 43 / 120 + 2]
+    lab = workload.estimate(path, "lab")
+    assert lab.tasks == list(workload.DEFAULT_TASK_MINUTES["lab"])
+    assert lab.cells == [4 * 0.25, 4 * 0.5]
+    assert workload.hours((90, 150)) == "1.5-2.5 h" and workload.median_hours((540, 660)) == 10.0
     with pytest.raises(ValueError, match="kind"):
         workload.estimate_minutes(path, "seminar")
+
+
+def test_every_task_of_the_unit_is_timed():
+    """Each answer cell of the exercises and both labs has its own entry in TASK_MINUTES."""
+    from lreact.views import workload
+    for name, kind in workload.CORE_PATH + workload.EXTENSION:
+        nb = nbformat.read(ROOT / name, as_version=4)
+        timed = workload.TASK_MINUTES.get(Path(name).stem, {})
+        for c in nb.cells:
+            meta = c.metadata.get("nbgrader", {})
+            if meta.get("solution"):
+                assert meta["grade_id"] in timed, (name, meta["grade_id"])
+
+
+def test_the_overview_states_the_figure_it_prints_and_the_core_path_fits_a_week():
+    """The week's issue §1: the core path, set-up and model waiting included, at most 10 h for
+    a median student; the overview's sentence gives the figure its cell prints (to the half
+    hour), and the counts of model cells it states are computed from the code."""
+    from lreact.views import workload
+    core = workload.path_minutes(ROOT)
+    assert workload.median_hours(core) <= 10.0, workload.hours(core)
+    with_setup = workload.path_minutes(ROOT, setup=True)
+    without = workload.path_minutes(ROOT, setup=False)
+    assert with_setup[0] - without[0] == workload.SETUP_MINUTES[0] > 0
+    assert sum(sum(workload.estimate(ROOT / n, k).waiting) for n, k in workload.CORE_PATH) > 0
+    overview = nbformat.read(LECTURES / "lecture-ReAct.ipynb", as_version=4)
+    text = " ".join(" ".join(c.source for c in overview.cells if c.cell_type == "markdown").split())
+    stated = re.search(r"about (\d+(?:\.5)?) h for a median student, set-up and model waiting included", text)
+    assert stated, "the overview states the core path's time"
+    assert float(stated.group(1)) == round(workload.median_hours(core) * 2) / 2
+    cell = next(c.source for c in overview.cells if c.id == "time-estimates")
+    assert "path_minutes" in cell and "median_hours" in cell and "SETUP_MINUTES" in cell
+    words = {n: w for n, w in enumerate(["no", "one", "two", "three", "four", "five", "six",
+                                         "seven", "eight", "nine", "ten"])}
+    lecture = sum(len(workload.model_cells(LECTURES / p.name)) for p in NOTEBOOKS)
+    lab1 = len(workload.model_cells(ROOT / "lab" / "lecture-ReAct-lab.ipynb"))
+    assert f"{words[lecture]} cells of the lecture and {words[lab1]} of lab 1 use it" in text
+    for engine in ("embedded engine", "the default when no server answers", "Ollama",
+                   "OpenAI-compatible"):
+        assert engine in text, engine
+
+
+def test_the_lecture_is_at_most_about_ten_thousand_words():
+    """The four parts and the overview together at most about 10,000 words of prose, the overview
+    at most about 800 (links, objectives, plan, time); the references live in references.md."""
+    from lreact.views import workload
+    words = {p.name: workload.notebook_counts(p)["words"] for p in NOTEBOOKS}
+    assert sum(words.values()) <= 10_000, words
+    assert words["lecture-ReAct.ipynb"] <= 800, words
+    overview = nbformat.read(LECTURES / "lecture-ReAct.ipynb", as_version=4)
+    objectives = next(c.source for c in overview.cells if c.id == "objectives")
+    assert "lab 2" in objectives and "extension" in objectives
+    refs = (LECTURES / "references.md").read_text(encoding="utf-8")
+    for cited in ("Yao, Shunyu", "Song, Yifan", "Turpin, Miles", "Leviathan, Yaniv", "Holtzman, Ari",
+                  "Anthropic. \"Model Context Protocol.\"", "Recommended readings"):
+        assert cited in refs, cited
+    for p in NOTEBOOKS:
+        text = "\n".join(c.source for c in nbformat.read(p, as_version=4).cells)
+        assert "#References" not in text, p.name
+
+
+def test_part_four_teaches_ollamas_truncation_and_mistrals_ids():
+    """Part IV says what Ollama's server does when a chat exceeds num_ctx (server/prompt.go: the
+    oldest messages go, system messages stay, pairs are not respected), which is what lab 2's
+    compaction guards against; and that call ids reach a Mistral model under its own template,
+    not under Ollama's."""
+    nb = nbformat.read(LECTURES / "lecture-ReAct-4-messages.ipynb", as_version=4)
+    cells = {c.id: " ".join(c.source.split()) for c in nb.cells}
+    budget = cells["budget"]
+    for said in ("drops the oldest messages", "num_ctx", "server/prompt.go", "keeps the system messages",
+                 "blind to pairs", "compact_history", "C.5", "`truncate`"):
+        assert said in budget, said
+    mistral = cells["mistral-side-by-side"]
+    assert "Under Ollama's templates" in mistral and "Mistral's own template" in mistral
+    assert '"id": "a1b2c3d4e"' in mistral and '"call_id": "a1b2c3d4e"' in mistral
+    assert "9 alphanumeric characters" in mistral and "--jinja" in mistral and "vLLM" in mistral
+    assert "Neither carries the call id" not in mistral
 
 
 def test_the_lecture_and_readme_name_nothing_a_student_does_not_have():
