@@ -1,6 +1,6 @@
 """The chat template as text (Part IV, "System prompt, chat template and statelessness").
 
-``render_chatml(messages, tools)`` (graded in the first lab, B.6) applies one template: the Go
+``render_chatml(messages, tools)`` (graded in lab 2, C.0; optional in the first lab, B.6) applies one template: the Go
 template of Ollama's ``qwen2.5`` model (Ollama library blob eb4402837c78), to the messages and the
 tool dicts exactly as the runtime holds them.  It is not byte for byte what Ollama's server sends:
 the server first re-encodes each tool through its Go structs (fields in the order ``type, $defs,

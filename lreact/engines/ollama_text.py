@@ -1,7 +1,7 @@
 """The text Ollama's server builds for Qwen2.5, beside the course's ``render_chatml`` (lecture
 Part IV, "System prompt, chat template and statelessness").  It depends on Ollama's version.
 
-``lreact.chatml.render_chatml`` (the renderer the first lab grades, B.6) follows the *template*
+``lreact.chatml.render_chatml`` (the renderer lab 2 grades in C.0; optional in the first lab, B.6) follows the *template*
 of Ollama's ``qwen2.5`` model (Ollama library blob eb4402837c78) applied to the messages and tool
 dicts exactly as the runtime holds them.  Ollama's server does more before and while that
 template runs, and ``ollama_qwen_text(..., version=)`` reproduces it (checked against the
