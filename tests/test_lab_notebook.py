@@ -58,9 +58,10 @@ def _tests(nb):
     return {_meta(c)["grade_id"]: c for c in nb.cells if _meta(c).get("grade")}
 
 
-# B.5 and B.6 are optional in this lab: their answer cells stay (B.7 calls them when written),
-# with no tests; lab 2 (C.0) grades them, with their catalogue
-OPTIONAL = {"check_pairing", "render_chatml"}
+# calculate (B.1), B.5 and B.6 are optional in this lab: their answer cells stay (the registry and
+# B.7 use them when written), with no tests; lab 2 grades them (D.3, C.0), with their catalogue
+OPTIONAL = {"calculate": "calculate-intro", "check_pairing": "pairing-intro",
+            "render_chatml": "chatml-intro"}
 
 
 def _graded(nb):
@@ -151,8 +152,9 @@ def test_optional_b5_b6_are_graded_in_lab_2():
         assert {f"test_{gid}", f"test_{gid}__hidden"} <= graded2, gid
         assert answers2[gid].source == _answers(_nb())[gid].source, gid
         assert len([e for e in catalogue.entries("lecture-ReAct-lab2") if e.grade_id == gid]) >= 3
-        intro = {c.id: c.source for c in _nb().cells}["pairing-intro" if gid == "check_pairing" else "chatml-intro"]
-        assert "optional here: graded in lab 2" in intro and "lab 2, C.0" in intro
+        intro = {c.id: c.source for c in _nb().cells}[OPTIONAL[gid]]
+        assert "ptional here" in intro and "graded in lab 2" in intro, gid
+        assert ("lab 2, D.3" if gid == "calculate" else "lab 2, C.0") in intro, gid
 
 
 def test_closing_note_states_the_points_per_part():
@@ -457,10 +459,11 @@ def test_catalogue_borrows_every_reference():
                  if re.search(r"lreact\.(sampling|chatml|tools)|from lreact import tools|"
                               r"labchecks import reference", e.source)}
     assert {"softmax", "temperature_softmax", "top_k_filter", "top_p_filter", "sample_token",
-            "get_weather", "calculate"} <= borrowing
+            "get_weather"} <= borrowing
     lab2 = {e.grade_id for e in catalogue.entries("lecture-ReAct-lab2")
-            if re.search(r"lreact\.chatml|labchecks import reference", e.source)}
-    assert "render_chatml" in lab2      # graded in lab 2 since the week's issue
+            if re.search(r"lreact\.(chatml|tools)|from lreact import tools|labchecks import reference",
+                         e.source)}
+    assert {"render_chatml", "calculate"} <= lab2      # graded in lab 2 since the week's issue
 
 
 # --- slow: the notebook runs offline --------------------------------------------------------

@@ -77,15 +77,16 @@ def go_struct_text(function: dict) -> str:
 
 
 def ollama_qwen_text(messages, tools=None, *, default_system=QWEN25_DEFAULT_SYSTEM,
-                     version=NEWEST_CHECKED) -> str:
+                     version=NEWEST_CHECKED, render=None) -> str:
     """The ChatML text Ollama's server ``version`` (default: the newest checked) renders for
-    Qwen2.5 from ``messages`` and ``tools``."""
+    Qwen2.5 from ``messages`` and ``tools``; ``render`` is the template renderer (default
+    ``lreact.chatml.render_chatml``; a lab, where that one is switched off, passes a copy)."""
     structs = parse_version(version) >= STRUCTS_SINCE
     messages = list(messages)
     if messages and not isinstance(messages[0], SystemMessage) and default_system:
         messages.insert(0, SystemMessage(default_system))
     served = [tool_json(t) for t in tools or []]
-    text = render_chatml(messages, served or None)
+    text = (render or render_chatml)(messages, served or None)
     for tool in served:
         plain = json.dumps(tool["function"], ensure_ascii=False, separators=(",", ":"))
         shown = go_struct_text(tool["function"]) if structs else _go_json(tool["function"])

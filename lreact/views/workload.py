@@ -53,10 +53,9 @@ TASK_MINUTES = {
         "softmax": (5, 10), "temperature_softmax": (8, 15), "top_k_filter": (8, 15),
         "top_p_filter": (12, 20), "sample_token": (12, 20), "token_mask": (8, 15),
         "constrained_probs": (5, 10), "generate_constrained": (12, 20), "get_weather": (5, 10),
-        "calculate": (15, 25), "validate_tool_call": (12, 20), "execute_tool_call": (8, 15),
-        "run_agent": (20, 35),
-        # optional here (B.5, B.6), graded and timed in lab 2
-        "check_pairing": (20, 30), "render_chatml": (30, 50),
+        "validate_tool_call": (12, 20), "execute_tool_call": (8, 15), "run_agent": (20, 35),
+        # optional here (calculate, B.5, B.6), graded and timed in lab 2
+        "calculate": (15, 25), "check_pairing": (20, 30), "render_chatml": (30, 50),
     },
     "lecture-ReAct-lab2": {
         "paste_validate_tool_call": (1, 3), "paste_execute_tool_call": (1, 3),
@@ -64,7 +63,8 @@ TASK_MINUTES = {
         "format_error": (25, 40), "repeat_count": (15, 25), "run_agent_hardened": (45, 75),
         "compact_history": (30, 50), "split_reasoning": (10, 20), "parse_xml_call": (30, 45),
         "tool_schemas_from_mcp": (10, 20), "call_mcp_tool": (20, 30),
-        "parse_react_step": (20, 30), "run_react_text": (30, 45), "code_tool_schema": (10, 20),
+        "parse_react_step": (20, 30), "run_react_text": (30, 45), "calculate": (15, 25),
+        "code_tool_schema": (10, 20),
         "run_code_action": (20, 35),
     },
 }
