@@ -280,14 +280,17 @@ def sampling_explorer(tokens, logits, prompt="", T=1.0, k=20, p=1.0):
     return box
 
 
-def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None):
+def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None,
+                           prediction=None):
     """The real top-20 first-token log-probabilities of the configured model for ``prompt``
     (``lreact.engines.backends``: Qwen through Ollama, llama.cpp in this process, or an
     OpenAI-compatible engine), with the same sliders.  ``model``: the backend's model name (a
     GGUF path for the embedded engine).  Without a usable model it says what to start or
-    download and returns None."""
+    download and returns None.  ``prediction`` (the student's, written before the cell ran) is
+    printed beside the model's favourite (``lreact.views.predict``)."""
     import os
 
+    from . import predict
 
     report = setup.check_setup(model=model)
     if not report.server or not report.model_pulled:
@@ -305,4 +308,7 @@ def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None)
     print(f"{os.path.basename(report.model)} ({report.backend} backend): top-{len(tokens)} first "
           f"tokens for {prompt!r}; their logprobs are used as logits (the softmax renormalises "
           "over these 20).")
+    predict.show(prediction, f"{tokens[0]!r} first, with probability {np.exp(logprobs[0]):.2f}",
+                 "even a model's favourite leaves real mass to the others, and that mass is what "
+                 "the sliders below reshape.")
     return sampling_explorer(tokens, logprobs, prompt=prompt)
