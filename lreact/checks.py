@@ -5,7 +5,10 @@ Rules that keep tests honest (how a test cell is scored: ``autograder/README.md`
   an answer object's own ``__eq__``;
 - a failing check raises AssertionError with a hint that names the lecture section to reread,
   never the expected value (``reveal=False``, the default for visible tests);
-- nothing here prints or warns: any stderr in a test cell would zero it under nbgrader.
+- nothing here prints or warns: any stderr in a test cell would zero it under nbgrader;
+- a failed check shows its message and hint alone, not a traceback through this module
+  (``CheckFailed``): that is what a student reads under the test cell and in the list nbgrader's
+  *Validate* shows.  The cell still ends with an error, as a failing test must.
 
 Test cells import these names *inside each cell*, so the grader can reload this module before
 every test cell and a student cannot swap them out.
@@ -20,10 +23,25 @@ import numpy as np
 from .actions import codeact
 
 
+class CheckFailed(AssertionError):
+    """What a course check raises when an answer fails it: an AssertionError whose text (the
+    message, then ``Hint: ...``) is all a student needs to see.  IPython shows it that way
+    (``_render_traceback_``: its hook for exceptions that format themselves), so neither the
+    cell's output nor nbgrader's *Validate* list walks through this module's frames."""
+
+    def _render_traceback_(self):
+        return [f"\x1b[31mTest not passed\x1b[39m: {self}"]
+
+
+# by name too it is the AssertionError a failing test raises: nbgrader, the grader's feedback
+# ("a failed check") and a reader all go by the name
+CheckFailed.__name__ = CheckFailed.__qualname__ = "AssertionError"
+
+
 def fail(message: str, hint: str = ""):
     """Raise the AssertionError a graded test fails with: the message, then ``Hint: ...``
     (every check module of the course fails this way)."""
-    raise AssertionError(message if not hint else f"{message}\nHint: {hint}")
+    raise CheckFailed(message if not hint else f"{message}\nHint: {hint}")
 
 
 def as_float_list(value, name="answer", hint="") -> list:

@@ -243,7 +243,7 @@ def _student_code_on_stack(frame) -> bool:
 
 def reference(module: str, name: str):
     """``name`` from a private copy of ``lreact.<module>`` (e.g. ``reference("chatml",
-    "render_chatml")``): the same code as the public one, unlocked, and a distinct object that a
+    "render_chatml")``, or ``reference("views.methods", "compare_methods")``): the same code as the public one, unlocked, and a distinct object that a
     student's ``from lreact.chatml import render_chatml`` does not reach.  Only a cell's top-level
     code may ask (the lab's test and demo cells); a function defined in the notebook may not.
     Where the answers are graded, the copy of lreact has no reference code, so there this
@@ -256,9 +256,10 @@ def reference(module: str, name: str):
     if _student_code_on_stack(sys._getframe(1)):
         raise RuntimeError("lreact.labchecks.reference serves the lab's test and demo cells only: "
                            "write your own function")
-    if not isinstance(module, str) or not module.isidentifier() or module.startswith("_"):
+    parts = module.split(".") if isinstance(module, str) else [""]
+    if not all(p.isidentifier() and not p.startswith("_") for p in parts):
         raise ValueError(f"not an lreact module: {module!r}")
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), module + ".py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *parts) + ".py"
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             code = compile(f.read(), path, "exec")
@@ -269,9 +270,10 @@ def reference(module: str, name: str):
     # the public module first, with the rule on: the copy's relative imports then find every
     # public module it needs already guarded (one first imported while building would not be)
     importlib.import_module(f"{__package__}.{module}")
-    copy = type(sys)(f"{__package__}._reference_{module}")
+    copy = type(sys)(f"{__package__}._reference_{'_'.join(parts)}")
     # relative imports (.messages) resolve to the shared public modules
-    copy.__dict__.update(__file__=path, __package__=__package__, __spec__=None)
+    copy.__dict__.update(__file__=path, __package__=".".join([__package__, *parts[:-1]]),
+                         __spec__=None)
     with RULE.build():
         exec(code, copy.__dict__)
     found = getattr(copy, name)

@@ -3,8 +3,14 @@
 Starts JupyterLab from this environment on a free local port (no token, temporary settings,
 workspace and runtime folders), opens Part I of the lecture, runs all cells, moves the temperature
 slider with the keyboard and checks that the plot image changes.  It saves screenshots to
-``artifacts/browser/`` and PRINTS the time from key press to redrawn plot (median over several
-moves; a benchmark figure with a 200 ms target, not an assertion).
+``artifacts/browser/``.
+
+Redraw time, a behaviour budget: for every interactive view (Part I's temperature and truncation
+explorers and the constrained decoding stepper, Part IV's context budget explorer; the real-model
+views in tests/test_browser_real_model.py) the time from the key press or click to the moment
+the new picture has loaded in the page is measured inside the browser, and its median must stay
+under ``REDRAW_BUDGET_MS`` = 100 ms: a slider that lags behind the hand stops being a thing to
+play with.  The medians are printed and written to ``artifacts/browser/redraw-latency.txt``.
 
 Without ``/usr/bin/chromium`` (or the playwright package) the test skips, unless
 ``LREACT_REQUIRE_BROWSER=1`` (CI), where it fails.  Run:  pytest -m browser -s
@@ -36,6 +42,7 @@ CHROMIUM = os.environ.get("LREACT_CHROMIUM", "/usr/bin/chromium")
 NOTEBOOK = "lecture-ReAct-1-sampling.ipynb"  # served from a temporary copy of lectures/
 ARTIFACTS = ROOT / "artifacts" / "browser"
 MOVES = 8
+REDRAW_BUDGET_MS = 100   # median, input -> new picture loaded (a behaviour budget, see above)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-dev-shm-usage"]
 
@@ -48,13 +55,14 @@ SETTINGS = {
                                                      "checkForUpdates": False},
 }
 
-# In the page: record every key press and every change / load of the plot image, with
+# In the page: record every key press and click and every change / load of the plot image, with
 # performance.now() timestamps, so the latency is measured inside the browser.
 INSTRUMENT = """
 (img) => {
   const log = {keys: [], srcs: [], loads: []};
   window.__lreact = log;
-  document.addEventListener('keydown', () => log.keys.push(performance.now()), true);
+  for (const kind of ['keydown', 'mousedown'])
+    document.addEventListener(kind, () => log.keys.push(performance.now()), true);
   new MutationObserver(() => log.srcs.push(performance.now()))
       .observe(img, {attributes: true, attributeFilter: ['src']});
   img.addEventListener('load', () => log.loads.push(performance.now()));
@@ -256,6 +264,35 @@ def _run_all(page):
     return seconds
 
 
+def redraw_latencies(page, img, act, moves=MOVES):
+    """Milliseconds from each input to the first load of a new picture in ``img`` (a locator),
+    measured inside the page; ``act(i)`` makes the i-th input (a key press or a click)."""
+    page.evaluate(INSTRUMENT, img.element_handle())
+    latencies = []
+    for i in range(moves):
+        n_load = page.evaluate("() => window.__lreact.loads.length")
+        act(i)
+        page.wait_for_function(f"() => window.__lreact.loads.length > {n_load}", timeout=15_000)
+        log = page.evaluate("() => window.__lreact")
+        key = log["keys"][-1]
+        latencies.append(min(t for t in log["loads"][n_load:] if t >= key) - key)
+        page.wait_for_timeout(150)  # let the kernel go idle between inputs
+    return latencies
+
+
+def latency_line(name, latencies):
+    return (f"{name}: median {statistics.median(latencies):.0f} ms over {len(latencies)} inputs "
+            f"(min {min(latencies):.0f}, max {max(latencies):.0f} ms)")
+
+
+def key_on(page, handle_locator, keys):
+    """An ``act`` for ``redraw_latencies``: focus the slider handle, press ``keys[i % len]``."""
+    def act(i):
+        handle_locator.focus()
+        page.keyboard.press(keys[i % len(keys)])
+    return act
+
+
 def test_temperature_slider_redraws_plot_in_jupyterlab(lab):
     page, run_all_s = open_and_run_all(lab, NOTEBOOK)
     with closing(page), screenshot_on_failure(page, "temperature"):
@@ -264,54 +301,61 @@ def test_temperature_slider_redraws_plot_in_jupyterlab(lab):
         handle = page.locator(".lreact-temperature-slider .noUi-handle").first
         readout = page.locator(".lreact-temperature-slider .widget-readout").first
         element = plot.element_handle()
-        page.evaluate(INSTRUMENT, element)
         first_bytes = base64.b64decode(page.evaluate(IMAGE_BYTES, element))
         assert first_bytes[:8] == b"\x89PNG\r\n\x1a\n"
         first_readout = readout.inner_text()
         page.screenshot(path=str(ARTIFACTS / "temperature-before.png"))
 
-        handle.focus()
-        latencies, load_latencies = [], []
+        latencies = {}
         digests = {hashlib.sha256(first_bytes).hexdigest()}
-        for move in range(MOVES):
-            n_src = page.evaluate("() => window.__lreact.srcs.length")
-            n_load = page.evaluate("() => window.__lreact.loads.length")
-            page.keyboard.press("ArrowRight" if move % 4 != 3 else "ArrowLeft")
-            page.wait_for_function(f"() => window.__lreact.loads.length > {n_load}"
-                                   f" && window.__lreact.srcs.length > {n_src}",
-                                   timeout=15_000)
-            log = page.evaluate("() => window.__lreact")
-            key = log["keys"][-1]
-            latencies.append(log["srcs"][n_src] - key)
-            load_latencies.append(log["loads"][n_load] - key)
+
+        def move(i):
+            handle.focus()
+            page.keyboard.press("ArrowRight" if i % 4 != 3 else "ArrowLeft")
+
+        latencies["temperature explorer (T slider)"] = redraw_latencies(page, plot, move)
+        for _ in range(2):
+            move(0)
+            page.wait_for_timeout(300)
             digests.add(hashlib.sha256(base64.b64decode(
                 page.evaluate(IMAGE_BYTES, element))).hexdigest())
-            page.wait_for_timeout(150)  # let the kernel go idle between moves
-
         assert readout.inner_text() != first_readout, "the slider did not move"
         assert len(digests) >= 3, "the plot image did not change with the slider"
         plot.screenshot(path=str(ARTIFACTS / "temperature-plot.png"))
         page.screenshot(path=str(ARTIFACTS / "temperature-after.png"))
+
+        # the truncation explorer: its top-k slider
+        truncation = page.locator(".lreact-truncation").first
+        truncation.scroll_into_view_if_needed()
+        latencies["truncation explorer (top-k slider)"] = redraw_latencies(
+            page, truncation.locator("img").first,
+            key_on(page, truncation.locator(".widget-slider .noUi-handle").nth(1),
+                   ["ArrowRight", "ArrowRight", "ArrowLeft"]))
+        truncation.screenshot(path=str(ARTIFACTS / "truncation-explorer.png"))
 
         # the constrained decoding stepper: one step forward changes the text so far
         stepper = page.locator(".lreact-constrained").first
         stepper.scroll_into_view_if_needed()
         text = stepper.locator(".widget-html").first
         before = text.inner_text()
-        stepper.get_by_role("button", name="step").click()
+        forward = stepper.get_by_role("button", name="step")
+        back = stepper.get_by_role("button", name="back")
+        latencies["constrained stepper (step / back)"] = redraw_latencies(
+            page, stepper.locator("img").first,
+            lambda i: (forward if i % 2 == 0 else back).click())
+        forward.click()
         page.wait_for_function("(b) => document.querySelector('.lreact-constrained "
                                ".widget-html').innerText !== b", arg=before, timeout=15_000)
         stepper.screenshot(path=str(ARTIFACTS / "constrained-stepper.png"))
-        page.locator(".lreact-truncation").first.screenshot(
-            path=str(ARTIFACTS / "truncation-explorer.png"))
 
-    median_src, median_load = statistics.median(latencies), statistics.median(load_latencies)
-    report = (f"Part I run all cells: {run_all_s:.1f} s; slider change -> redrawn plot over "
-              f"{MOVES} moves: median {median_load:.0f} ms until the new image has loaded "
-              f"(median {median_src:.0f} ms until its src changed; "
-              f"min {min(load_latencies):.0f}, max {max(load_latencies):.0f} ms; target < 200 ms)")
-    print("\n" + report)
-    (ARTIFACTS / "redraw-latency.txt").write_text(report + "\n")
+    report = [f"Part I run all cells: {run_all_s:.1f} s; input -> new picture loaded, budget "
+              f"median < {REDRAW_BUDGET_MS} ms:"]
+    report += ["  " + latency_line(name, ms) for name, ms in latencies.items()]
+    print("\n" + "\n".join(report))
+    (ARTIFACTS / "redraw-latency.txt").write_text("\n".join(report) + "\n")
+    slow = {name: statistics.median(ms) for name, ms in latencies.items()
+            if statistics.median(ms) >= REDRAW_BUDGET_MS}
+    assert slow == {}, f"redraws over the {REDRAW_BUDGET_MS} ms budget: {slow}"
 
 
 def test_context_budget_widget_steps_in_jupyterlab(lab):
@@ -322,13 +366,28 @@ def test_context_budget_widget_steps_in_jupyterlab(lab):
         listing = box.locator(".widget-html").first
         assert "get_weather" in listing.inner_text()
         before = listing.inner_text()
-        box.locator(".widget-slider .noUi-handle").first.focus()
+        sliders = box.locator(".widget-slider .noUi-handle")
+        sliders.first.focus()
         page.keyboard.press("ArrowRight")  # model call 1 -> 2
         page.wait_for_function("(b) => document.querySelector('.lreact-context .widget-html')"
                                ".innerText !== b", arg=before, timeout=15_000)
         assert "re-sent" in listing.inner_text()
         box.screenshot(path=str(ARTIFACTS / "context-budget.png"))
-    print(f"\nPart IV run all cells: {run_all_s:.1f} s")
+        img = box.locator("img").first
+        latencies = {
+            "context budget explorer (model call slider)": redraw_latencies(
+                page, img, key_on(page, sliders.first, ["ArrowLeft", "ArrowRight"])),
+            "context budget explorer (retrieved slider)": redraw_latencies(
+                page, img, key_on(page, sliders.nth(1), ["ArrowRight"]))}
+    report = [f"Part IV run all cells: {run_all_s:.1f} s; input -> new picture loaded, budget "
+              f"median < {REDRAW_BUDGET_MS} ms:"]
+    report += ["  " + latency_line(name, ms) for name, ms in latencies.items()]
+    print("\n" + "\n".join(report))
+    with open(ARTIFACTS / "redraw-latency.txt", "a") as f:
+        f.write("\n".join(report) + "\n")
+    slow = {name: statistics.median(ms) for name, ms in latencies.items()
+            if statistics.median(ms) >= REDRAW_BUDGET_MS}
+    assert slow == {}, f"redraws over the {REDRAW_BUDGET_MS} ms budget: {slow}"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -140,3 +140,25 @@ def test_nothing_prints_or_warns(capsys):
 
 def test_quiet_passes_arguments():
     assert quiet(lambda a, b=0: a + b, 1, b=2) == 3
+
+
+def test_a_failed_check_shows_its_message_not_the_check_code():
+    """Under a test cell (and so in nbgrader's Validate list) a failed course check is its
+    message and hint alone; the cell still ends with an AssertionError, and an assert of the
+    student's own code keeps its full traceback."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+                    "from lreact.checks import assert_close\n"
+                    "assert_close([0.3], [0.4], name='softmax(z)', hint='reread Part I')"),
+                nbformat.v4.new_code_cell("def mine():\n    assert 1 == 2, 'own'\nmine()")]
+    NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=60).execute()
+    check, own = ([o for o in c.outputs if o.output_type == "error"][0] for c in nb.cells)
+    assert check.ename == own.ename == "AssertionError"
+    assert check.traceback == ["\x1b[31mTest not passed\x1b[39m: softmax(z) is wrong: got 0.3\n"
+                               "Hint: reread Part I"]
+    assert len(own.traceback) > 1 and "mine()" in "".join(own.traceback)
+    with pytest.raises(AssertionError, match="softmax"):
+        assert_close([0.3], [0.4], name="softmax")

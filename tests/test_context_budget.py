@@ -117,14 +117,52 @@ def test_a_byte_identical_prefix_is_not_evaluated_again(llm):
     def common(a, b):
         return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
-    assert list(result) == ["same prefix", "compacted", "new system prompt"]
+    assert list(result) == ["same prefix", "compacted", "stamped"]
     for label, r in result.items():
         # the engine computes only what follows the prefix it still holds from the first call
         assert r["prompt_tokens"] == len(tokens[label])
         assert r["evaluated"] == len(tokens[label]) - common(first, tokens[label])
     same, compacted, stamped = (result[k]["evaluated"] for k in result)
-    assert same < compacted < stamped and stamped > 0.9 * len(tokens["new system prompt"])
-    print("\n" + "\n".join(f"{k}: {v}" for k, v in result.items()))
+    assert same < compacted < stamped and stamped > 0.9 * len(tokens["stamped"])
+    lines = context_budget.reuse_lines(result)
+    saved = len(tokens["same prefix"]) - same
+    assert context_budget.saving(result) == (saved, len(tokens["same prefix"]))
+    assert f"The cached prefix saved {saved} of {len(tokens['same prefix'])}" in "\n".join(lines)
+    assert [ln.split()[0] for ln in lines[1:4]] == ["same", "compacted", "stamped"]
+    print("\n" + "\n".join(lines))
+
+
+@real_model
+def test_the_embedded_engine_keeps_the_prefix_of_a_grown_history(llm):
+    """EmbeddedLLM computes only what a grown history appended; any other prompt starts afresh,
+    so a rerun repeats exactly whatever ran in between (issue §4)."""
+    from lreact import SystemMessage, UserMessage
+    from lreact.engines.embedded import EmbeddedLLM
+    from lreact.tools import TOOLS
+    from lreact.traces import SYSTEM_PROMPT
+
+    model = EmbeddedLLM(llm.model_path, temperature=0, seed=0, max_tokens=24)
+
+    def conversation():
+        history = [SystemMessage(SYSTEM_PROMPT), UserMessage("What's the weather in Berlin?")]
+        seen = []
+        for _ in range(2):
+            reply = model(history, TOOLS)
+            seen.append((reply.text, [c.arguments for c in reply.tool_calls],
+                         model.last["prompt_tokens"], model.last["reused"]))
+            history += [reply, UserMessage("And in Oslo?")]
+        return seen
+
+    first = conversation()
+    (_, _, n1, reused1), (_, _, n2, reused2) = first
+    assert reused1 == 0 and n1 < reused2 < n2        # the second call kept the first's prompt
+    model.complete("Something else entirely.", max_tokens=3)
+    assert conversation() == first                     # a rerun: the same replies and counts
+    history = [SystemMessage(SYSTEM_PROMPT), UserMessage("Hi")]
+    history += [model(history, TOOLS), UserMessage("Bye")]
+    model.loaded().llama.reset()                       # another path touched the cache
+    model(history, TOOLS)
+    assert model.last["reused"] == 0
 
 
 @real_model

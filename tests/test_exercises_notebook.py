@@ -77,7 +77,7 @@ def test_notebook_is_valid_committed_without_outputs_and_has_stable_ids(nb):
     nbformat.validate(nb)
     ids = [c.id for c in nb.cells]
     assert len(ids) == len(set(ids)), "cell ids must be unique"
-    assert all(re.fullmatch(r"[a-z0-9_]+", i) for i in ids), ids
+    assert all(re.fullmatch(r"[a-z0-9_-]+", i) for i in ids), ids
     for c in nb.cells:
         if c.cell_type == "code":
             assert c.outputs == [] and c.execution_count is None, c.id
@@ -582,8 +582,11 @@ def test_the_introduction_is_short_and_says_which_checks_say_right(student_tests
     version's text; how grading works is said at the end."""
     student = nbformat.read(STUDENT, as_version=4)
     first = [c.id for c in student.cells].index("ex01_question")
-    intro = "\n".join(c.source for c in student.cells[:first] if c.cell_type == "markdown")
+    intro = "\n".join(c.source for c in student.cells[:first]
+                      if c.cell_type == "markdown" and c.id != "how-to-work")
     assert len(re.findall(r"\S+", intro)) < 250
+    how = next(c.source for c in student.cells[:first] if c.id == "how-to-work")
+    assert "Run All" in how and len(re.findall(r"\S+", how)) < 70   # one short practical note
     for said in ["**number**", "`right`", "`not yet`", "form only",
                  "**label, a set of labels or a whole number**",
                  "Hidden tests give the points when your work is graded"]:

@@ -487,6 +487,11 @@ def test_source_notebook_runs_offline_without_errors(tmp_path):
                 if c.cell_type == "code" for o in c.outputs
                 if o.output_type == "error" or (o.output_type == "stream" and o.name == "stderr")]
     assert problems == []
+    # a test cell shows no value (nbgrader reads an execute_result as partial credit and warns)
+    valued = [c.id for c in nb.cells if c.cell_type == "code"
+              and c.metadata.get("nbgrader", {}).get("grade")
+              and any(o.output_type == "execute_result" for o in c.outputs)]
+    assert valued == []
     out = {c.id: "".join(o.get("text", "") for o in c.outputs if o.output_type == "stream")
            for c in nb.cells if c.cell_type == "code"}
     assert "ollama serve" in out["sweep"] and "ollama pull" in out["sweep"]

@@ -143,13 +143,16 @@ def test_temperature_plot_limits():
 def test_truncation_figure_titles_report_kept_counts():
     from lreact.views import figures
 
+    def headlines(fig):   # each panel's changing line under its title, panel by panel
+        return [t.get_text() for t in fig.texts]
+
     fig = figures.truncation_figure(k=5, p=0.9, T=1.0)
-    titles = [ax.get_title() for ax in fig.axes]
+    titles = headlines(fig)
     assert any("top-k, k = 5: keeps 5 tokens" in t for t in titles)
     nuclei = [int(m) for t in titles for m in re.findall(r"nucleus = (\d+) tokens?\b", t)]
     assert len(nuclei) == 2 and nuclei[0] < nuclei[1], "peaked nucleus must be smaller than flat"
     # one kept token is "1 token", never "1 tokens"
-    titles = [ax.get_title() for ax in figures.truncation_figure(k=1, p=0.5, T=1.0).axes]
+    titles = headlines(figures.truncation_figure(k=1, p=0.5, T=1.0))
     assert sum("keeps 1 token (" in t for t in titles) == 2
     assert "nucleus = 1 token (" in titles[1] and not any("1 tokens" in t for t in titles)
 
@@ -409,6 +412,8 @@ def _texts_outside_their_axes(fig):
     for ax in fig.axes:
         frame = ax.get_window_extent(renderer)
         for t in ax.texts:
+            if not t.get_visible():
+                continue
             box = t.get_window_extent(renderer)
             if not (box.x0 >= frame.x0 - 0.5 and box.x1 <= frame.x1 + 0.5
                     and box.y0 >= frame.y0 - 0.5 and box.y1 <= frame.y1 + 0.5):
@@ -469,14 +474,15 @@ def test_stepper_last_step_says_it_is_finished():
     prefix = []
     while not grammar.constrained_step(prefix)["done"]:
         prefix.append(int(np.argmax(grammar.constrained_step(prefix)["P_prime"])))
-    fig = canvas.new_figure(10, 5.2)
-    figures.constrained_panel(fig, prefix)
-    top, bottom = fig.axes
+    plot = figures.ConstrainedPlot(canvas.new_figure(10, 5.2), prefix)
+    top, bottom = plot.ax1, plot.ax2
+    heights = lambda bars: [max(y for _, y in path.vertices) for path in bars.artist.get_paths()]
     assert "mass removed" not in top.get_title() and "nothing is left to sample" in top.get_title()
-    assert len(bottom.patches) == 0 and "finished" in bottom.texts[0].get_text()
-    fig = canvas.new_figure(10, 5.2)
-    figures.constrained_panel(fig, prefix[:-1])  # one step before: P' has its bars
-    assert "mass removed by the mask" in fig.axes[0].get_title() and len(fig.axes[1].patches) > 0
+    assert max(heights(plot.P_prime)) == 0 and plot.finished.get_visible()
+    assert "finished" in plot.finished.get_text()
+    plot.update(prefix[:-1])  # one step before: P' has its bars, and no "finished"
+    assert "mass removed by the mask" in top.get_title() and max(heights(plot.P_prime)) > 0
+    assert not plot.finished.get_visible()
 
 
 # ------------------------------------------------------------------------------------------------

@@ -46,9 +46,9 @@ def test_the_tasks_expect_what_the_tools_return():
 
 def test_the_size_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv(methods.TASKS_ENV_VAR, raising=False)
-    assert methods.task_count() == 20
-    monkeypatch.setenv(methods.TASKS_ENV_VAR, "3")
     assert methods.task_count() == 3
+    monkeypatch.setenv(methods.TASKS_ENV_VAR, "20")
+    assert methods.task_count() == 20
     for bad in ("0", "21", "three", "-1"):
         monkeypatch.setenv(methods.TASKS_ENV_VAR, bad)
         with pytest.raises(ValueError, match="LREACT_METHODS_TASKS=.*whole number from 1 to 20"):
@@ -137,3 +137,14 @@ def test_compare_summarise_and_show_the_papers_figures():
     assert summary["CoT"]["format_errors"] == 1
     table = methods.summary_table(runs)
     assert "Act       2 / 2" in table and "27.4" in table and "25.7" in table and "29.4" in table
+
+
+def test_the_lab_cell_reaches_the_reference_in_views():
+    """Lab 2's D.2 cell takes the course's loop from lreact/views/methods.py (a module in a
+    subpackage): a private copy, not the public object."""
+    from lreact.labchecks import reference
+
+    compare = reference("views.methods", "compare_methods")
+    assert compare is not methods.compare_methods and compare.__name__ == "compare_methods"
+    with pytest.raises(ValueError):
+        reference("views._private", "x")

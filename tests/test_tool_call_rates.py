@@ -161,11 +161,15 @@ def test_a_reply_with_two_bad_parallel_calls_is_one_format_error():
 def test_table_and_figure_show_the_counts_and_the_number_of_runs():
     rows = _grid(2)
     table = rates.rates_table(rows)
-    assert "2/2 (100%)" in table and "2/6 (33%)" in table
-    assert "not run: scripted: no grammar here" in table
+    first = table.splitlines()[2].split()
+    assert first[:3] == ["T=0", "p=1", "free"] and first[3:] == ["2/2", "0/4", "2/2"]
+    assert "2/6" in table and "not run: scripted: no grammar here" in table
+    assert rates.first_to_break(rows) == rows[1].setting       # the mildest of the worst
     fig = rates.rates_figure(rows)
     labels = [t.get_text() for t in fig.axes[0].texts]
-    assert labels == ["n=2", "n=2", "n=2", "not\nrun"]
+    assert labels == ["not run"] and "(2 runs per setting)" in fig.axes[0].get_title()
+    legend = fig.axes[0].get_legend().get_window_extent(fig.canvas.get_renderer())
+    assert legend.y0 >= fig.axes[0].get_window_extent().y1 - 1    # above the bars, never on them
     heights = [round(p.get_height(), 3) for p in fig.axes[0].patches]
     assert heights[:4] == [1.0, 0.0, 0.0, 0.0]            # valid-call rate per setting
     assert heights[4:8] == [0.0, round(2 / 6, 3), 0.5, 0.0]  # format errors per reply

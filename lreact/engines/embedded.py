@@ -16,8 +16,13 @@ binding of llama.cpp) runs it in the notebook's kernel; the rest is what those e
   ``think=`` or ``$LREACT_THINK`` (``on``/``off``; auto, the default, leaves the template's
   default); ``chat_template=`` replaces the GGUF file's template with another Jinja text (as
   llama-server's ``--chat-template-file`` does);
-- every call evaluates its prompt afresh (no prompt cache), so at temperature 0, or with a
-  fixed seed, a rerun repeats exactly, whatever ran in between;
+- a call whose prompt only grew from the previous call's (the same history with the reply and
+  new messages appended, as in every step of a ReAct loop) keeps llama.cpp's cache of that prefix
+  and computes only what was appended, as Ollama and llama-server do; any other prompt starts
+  afresh.  So a conversation's first call is always computed from the start, its later calls
+  the same way in every run, and at temperature 0, or with a fixed seed, a rerun repeats
+  exactly, whatever ran in between.  ``last["reused"]`` says how many prompt tokens the cache
+  saved (lecture Part IV, "The cache, measured");
 - ``tool_grammar=True`` constrains every reply to tools to a well-formed ``<tool_call>`` for
   one of them or plain prose (a GBNF grammar: ``lreact.engines.call_grammar``; second lab C.4, "Does
   sampling break tool calls?");
@@ -281,16 +286,20 @@ class EmbeddedLLM:
 
         with m.lock:
             tokens, limit = self._fit(m, prompt, wanted)
-            m.llama.reset()      # no prompt cache: a rerun repeats exactly
+            reused = m.grown_prefix(tokens)
+            if not reused:
+                m.llama.reset()  # not a grown history: computed from the start
             result = self._run(lambda: m.llama.create_completion(
                 tokens, max_tokens=limit, temperature=opts["temperature"], top_p=opts["top_p"],
                 top_k=opts["top_k"], min_p=0.0, repeat_penalty=1.0, seed=opts["seed"],
                 stop=stops or None, grammar=grammar,
                 stopping_criteria=StoppingCriteriaList([past_deadline])))
+            m.keep_prefix(tokens)
         choice = result["choices"][0]
         usage = result.get("usage") or {}
         self.last = reply_run(usage.get("prompt_tokens", len(tokens)),
                               usage.get("completion_tokens"), choice.get("finish_reason"), limit)
+        self.last["reused"] = reused
         return choice["text"]
 
     def _fresh_id(self) -> str:

@@ -36,7 +36,12 @@ class LoadedModel:
                                 "llama-cpp-python`, then restart the kernel.") from None
         started = time.perf_counter()
         try:
-            self.llama = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, seed=0, verbose=False)
+            # half the cores, for prompts too (llama.cpp would take them all there): its threads
+            # wait for each other at every step, so a thread more than the machine has free
+            # makes a prompt several times slower, not faster (lreact.views.waiting)
+            threads = max((os.cpu_count() or 2) // 2, 1)
+            self.llama = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, seed=0, verbose=False,
+                                         n_threads=threads, n_threads_batch=threads)
         except (ValueError, RuntimeError, OSError) as e:
             raise EmbeddedError(
                 f"llama.cpp could not load {os.path.basename(path)} ({e}). Is it a complete "
@@ -52,6 +57,27 @@ class LoadedModel:
                                      bos_token=self.token_text(self.llama.token_bos()))
         self._vocab = llama_cpp.llama_model_get_vocab(self.llama.model)
         self._llama_cpp = llama_cpp
+        self._kept = None    # (prompt tokens, cache size) after EmbeddedLLM's last reply
+
+    def keep_prefix(self, tokens):
+        """Note the prompt just answered and the cache it left (``grown_prefix``)."""
+        self._kept = (list(tokens), self.llama.n_tokens)
+
+    def grown_prefix(self, tokens) -> int:
+        """How many prompt tokens the cache can give when ``tokens`` only grew from the last
+        prompt ``keep_prefix`` noted and nothing has touched the cache since: the longest
+        common prefix of the cache and ``tokens`` (one token short of all of them, as
+        llama-cpp-python evaluates at least one); 0 otherwise (start afresh)."""
+        if self._kept is None:
+            return 0
+        prompt, size = self._kept
+        if self.llama.n_tokens != size or len(tokens) <= len(prompt) or \
+                tokens[:len(prompt)] != prompt:
+            return 0
+        cached = self.llama._input_ids[:size].tolist()
+        n = next((i for i, (a, b) in enumerate(zip(cached, tokens)) if a != b),
+                 min(len(cached), len(tokens)))
+        return min(n, len(tokens) - 1)
 
     def token_text(self, token: int) -> str:
         if token < 0:

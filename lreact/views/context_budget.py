@@ -180,7 +180,7 @@ def engine_prompt_tokens(llm, messages, tools=None) -> int:
     raise TypeError(f"no engine behind a {type(llm).__name__}: use configured_llm()")
 
 
-def prefix_reuse(llm, first: str, seconds: dict, *, repeats=3) -> dict:
+def prefix_reuse(llm, first: str, seconds: dict, *, repeats=3, progress=None) -> dict:
     """Measure second calls after ``first`` from the same cache state: ``seconds`` maps a label
     to a prompt; the first one must start with ``first`` byte for byte (the appended call), the
     others must not (the call rewritten, as compaction does).  They take turns, ``repeats``
@@ -188,7 +188,8 @@ def prefix_reuse(llm, first: str, seconds: dict, *, repeats=3) -> dict:
     the median ``prompt_ms`` (the engine's own prompt time; None when it does not report one)
     and the median wall time ``wall_s``.  On the embedded engine the cache state after ``first``
     is saved once and restored before every measured call (``Llama.save_state`` /
-    ``load_state``); on a server ``first`` is sent again before each (its cache is its own)."""
+    ``load_state``); on a server ``first`` is sent again before each (its cache is its own).
+    ``progress``: called with a line after each measured call."""
     import statistics
 
     labels = list(seconds)
@@ -217,6 +218,8 @@ def prefix_reuse(llm, first: str, seconds: dict, *, repeats=3) -> dict:
             started = time.perf_counter()
             complete(seconds[label])
             seen[label].append({**complete.last, "wall_s": time.perf_counter() - started})
+            if progress is not None:
+                progress(f"  measured: {label} ({seen[label][-1]['wall_s']:.1f} s)")
     out = {}
     for label, runs in seen.items():
         times = [r["prompt_ms"] for r in runs]
@@ -231,7 +234,7 @@ def compaction_example(stamp=None) -> dict:
     ``{"first": <its third model call>, "seconds": {...}}`` with the fourth call three ways:
     ``"same prefix"`` (the third plus what was appended since), ``"compacted"`` (its first tool
     turn, two calls and their results, replaced by a one-line summary of the results) and
-    ``"new system prompt"`` (a time stamp ``stamp``, default now, added to the system prompt)."""
+    ``"stamped"`` (a time stamp ``stamp``, default now, added to the system prompt)."""
 
     history, tools = multi_tool_trace()
     calls = model_calls(history)
@@ -248,7 +251,7 @@ def compaction_example(stamp=None) -> dict:
     return {"first": render_chatml(calls[2], tools),
             "seconds": {"same prefix": render_chatml(fourth, tools),
                         "compacted": render_chatml(compacted, tools),
-                        "new system prompt": render_chatml(stamped, tools)}}
+                        "stamped": render_chatml(stamped, tools)}}
 
 
 def configured_engine(timeout=ENGINE_TIMEOUT):
@@ -285,26 +288,50 @@ def budget_lines(llm=None) -> list:
     return lines
 
 
-def reuse_lines(llm, *, repeats=3) -> list:
-    """The prompt-cache measurement of ``compaction_example()`` on ``llm``, as text lines."""
-    result = prefix_reuse(llm, **compaction_example(), repeats=repeats)
-    lines = []
+def measure_reuse(llm, *, repeats=1, progress=None) -> dict:
+    """``prefix_reuse`` of ``compaction_example()`` on ``llm`` (Part IV, "The cache, measured")."""
+    return prefix_reuse(llm, **compaction_example(), repeats=repeats, progress=progress)
+
+
+def saving(result) -> tuple | None:
+    """(prompt tokens the cached prefix saved, prompt tokens) of the appended call of a
+    ``measure_reuse`` result; None when the engine does not say what it computed."""
+    same = result["same prefix"]
+    if same["evaluated"] is None:
+        return None
+    return same["prompt_tokens"] - same["evaluated"], same["prompt_tokens"]
+
+
+def reuse_lines(result) -> list:
+    """A ``measure_reuse`` result as a short table: per version the prompt tokens, the tokens
+    the engine computed and its prompt time, then what the cached prefix saved."""
+    repeats = next(iter(result.values()))["repeats"]
+    runs = "" if repeats == 1 else f" (median of {repeats})"
+    lines = [f"{'version':<12} {'prompt':>6} {'computed':>8}  prompt time{runs}"]
     for label, r in result.items():
         evaluated = "?" if r["evaluated"] is None else r["evaluated"]
-        timing = "no prompt time reported" if r["prompt_ms"] is None else \
-            f"prompt evaluation {r['prompt_ms']:>6.0f} ms"
-        lines.append(f"{label:<17} {r['prompt_tokens']:>4} prompt tokens, {evaluated:>4} "
-                     f"computed, {timing} (median of {repeats}; wall {r['wall_s']:.2f} s)")
+        timing = "not reported" if r["prompt_ms"] is None else f"{r['prompt_ms']:.0f} ms"
+        lines.append(f"{label:<12} {r['prompt_tokens']:>6} {evaluated:>8}  {timing}")
+    if saving(result):
+        saved, total = saving(result)
+        lines.append(f"The cached prefix saved {saved} of {total} prompt tokens "
+                     f"({saved / total:.0%}).")
     same = result["same prefix"]
-    for label, r in list(result.items())[1:]:
-        if same["prompt_ms"] and r["prompt_ms"] is not None:
-            lines.append(f"{label} / same prefix: {r['prompt_ms'] / same['prompt_ms']:.1f} x "
-                         "the prompt time")
-        if same["evaluated"] and r["evaluated"] is not None:
-            lines.append(f"{label} / same prefix: {r['evaluated'] / same['evaluated']:.1f} x "
-                         "the tokens computed")
+    others = [label for label, r in list(result.items())[1:]
+              if same["prompt_ms"] and r["prompt_ms"] is not None]
+    if others:
+        lines.append("Prompt time against the same prefix: " + ", ".join(
+            f"{label} {result[label]['prompt_ms'] / same['prompt_ms']:.1f} x" for label in others)
+            + ".")
     if same["prompt_ms"] is None:
         lines.append("This engine reports no prompt-evaluation time, so the speed-up cannot be "
                      "measured here (Ollama reports prompt_eval_duration, llama-server "
                      "timings.prompt_ms).")
     return lines
+
+
+def first_call_counts(llm) -> tuple:
+    """(characters / 4, the engine's count) of the first call of the Berlin trace."""
+    history, tools = next(iter(TRACES.values()))()
+    sent = model_calls(history)[0]
+    return context_tokens(sent, tools), engine_prompt_tokens(llm, sent, tools)

@@ -119,14 +119,43 @@ def lens_html(reply: dict, *, lowest: int = 3) -> str:
             "</div>")
 
 
-def probability_lens(messages=LENS_MESSAGES, tools=None, *, live=None, **settings):
+def least_sure(reply: dict) -> tuple:
+    """(index, token, probability, part) of the least probable token of the reply; ``part`` is
+    where it sits in the call: "tool name", "arguments" (inside the arguments' braces) or
+    "structure" (braces, quotes and key names outside them)."""
+    import re
+
+    prefill = reply.get("prefill", "")
+    text = prefill + reply["text"]
+    k = min(range(len(reply["tokens"])), key=lambda i: reply["tokens"][i]["logprob"])
+    start = len(prefill) + sum(len(row["token"]) for row in reply["tokens"][:k])
+    token = reply["tokens"][k]["token"]
+    name = re.search(r'"name"\s*:\s*"([^"]*)', text)
+    arguments = re.search(r'"arguments"\s*:\s*\{', text)
+    part = "structure"
+    if set(token) <= set('{}[]:,"\' \n'):
+        pass                                  # punctuation is layout wherever it stands
+    elif name and name.start(1) <= start < max(name.end(1), name.start(1) + 1):
+        part = "tool name"
+    elif arguments and start >= arguments.end() and "</tool_call>" not in text[arguments.end():start]:
+        part = "arguments"
+    return k, token, float(np.exp(reply["tokens"][k]["logprob"])), part
+
+
+def probability_lens(messages=LENS_MESSAGES, tools=None, *, live=None, prediction=None,
+                     **settings):
     """The lecture's lens cell: one reply coloured token by token, from the embedded model (every
     logit), else from the configured Ollama or OpenAI-compatible server (the top log-probabilities
     it sends, ``lreact.views.lens_reading``); without a model (or with ``live=False``) the recorded
-    reply, with the reason.  Returns an ``ipywidgets.HTML``."""
+    reply, with the reason.  ``prediction`` (the student's guess of where the model is least
+    sure) is printed beside where it was (``lreact.views.predict``).  Returns an
+    ``ipywidgets.HTML``."""
     import ipywidgets as w
 
+    from . import predict, waiting
 
+    if live is not False:
+        waiting.announce("lens-widget")
     settings = {**SETTINGS, **settings}
     llm = full_logits_model(echo=False, download=False) if live is not False else None
     reply, why = None, "live=False"
@@ -151,6 +180,11 @@ def probability_lens(messages=LENS_MESSAGES, tools=None, *, live=None, **setting
     s = reply["settings"]
     head = (f"<div><b>{html.escape(where)}</b>; T = {s['temperature']}, seed {s['seed']}, "
             f"{len(reply['tokens'])} tokens; the reply is {html.escape(verdict)}</div>")
+    k, token, p, part = least_sure(reply)
+    predict.show(prediction, f"least sure at token {k + 1}, {token!r} (p = {p:.3f}), in the "
+                 f"{part}", "a small model is surest of the layout it was trained on and least "
+                 "sure where the content is chosen; a grammar (Part I) can fix the layout, not "
+                 "the choice.")
     box = w.HTML(head + lens_html(reply))
     box.add_class("lreact-lens")
     return box

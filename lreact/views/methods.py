@@ -31,7 +31,8 @@ from ..tools import WEATHER
 
 METHODS = ("ReAct", "Act", "CoT")
 TASKS_ENV_VAR = "LREACT_METHODS_TASKS"
-DEFAULT_TASKS = 20
+DEFAULT_TASKS = 3      # per method; the lab's cell says what more cost (lreact.views.waiting)
+MAX_TASKS = 20
 STOPS = [STOP, "\nQuestion:"]
 _ACTIONS = EXEMPLAR.split("\n\nQuestion:")[0].split("An Action is exactly one of:\n")[1] \
     .split("\nAfter each Action")[0]
@@ -100,11 +101,11 @@ def tasks(n, registry) -> list:
 
 
 def task_count() -> int:
-    """``$LREACT_METHODS_TASKS`` (default 20): how many tasks the lab's cell runs."""
+    """``$LREACT_METHODS_TASKS`` (default 3, at most 20): how many tasks the lab's cell runs."""
     raw = os.environ.get(TASKS_ENV_VAR, "").strip() or str(DEFAULT_TASKS)
-    if not raw.isdigit() or not 1 <= int(raw) <= DEFAULT_TASKS:
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_TASKS:
         raise ValueError(f"{TASKS_ENV_VAR}={raw!r}: set it to a whole number from 1 to "
-                         f"{DEFAULT_TASKS} (the tasks per method), or unset it for {DEFAULT_TASKS}")
+                         f"{MAX_TASKS} (the tasks per method), or unset it for {DEFAULT_TASKS}")
     return int(raw)
 
 

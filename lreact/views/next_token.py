@@ -20,13 +20,13 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 from ..engines.backends import configured_llm
 from ..engines.models import ModelError
 from ..messages import UserMessage
 from ..sampling import entropy, temperature_softmax
+from .canvas import Bars
 from .figures import ARGMAX, DROPPED, KEPT, MASKED, NATIVE, count, token_label
 from .student_decode import full_logits_model
 
@@ -136,25 +136,6 @@ def _axes_setup(ax, dist: NextToken):
     ax.set_xlim(-0.6, len(x) - 0.4)
     ax.set_ylim(0, 1.05)
     return x
-
-
-class Bars:
-    """Bars drawn as one collection (one artist: a blit draws it in one go)."""
-
-    def __init__(self, ax, x, colors, width=0.8, label=None):
-        self.x, self.half = np.asarray(x, float), width / 2
-        self.artist = PolyCollection(self._verts(np.zeros(len(x))), facecolors=colors,
-                                     label=label)
-        ax.add_collection(self.artist)
-
-    def _verts(self, heights):
-        return [[(x - self.half, 0), (x - self.half, h), (x + self.half, h), (x + self.half, 0)]
-                for x, h in zip(self.x, heights)]
-
-    def set(self, heights, colors=None):
-        self.artist.set_verts(self._verts(heights))
-        if colors is not None:
-            self.artist.set_facecolor(colors)
 
 
 class RealTemperaturePlot:

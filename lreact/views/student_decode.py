@@ -296,18 +296,21 @@ class ParseRates:
 
 def parse_rates(llm, *, sample_token, generate_constrained, prompts=TOOL_PROMPTS,
                 seeds=range(3), temperature=1.0, max_tokens=48, system=TOOL_SYSTEM,
-                timeout=DEFAULT_TIMEOUT) -> ParseRates:
+                timeout=DEFAULT_TIMEOUT, progress=None) -> ParseRates:
     """For every prompt and seed: the model's reply drawn freely with ``sample_token`` (whole
     vocabulary, ``temperature``), drawn by ``generate_constrained(logits_fn, rng)`` over the
     grammar's pieces (``GrammarLogits``), and, on a real model, drawn by the engine itself under
     its grammar for ``CALL_SCHEMA`` (row ``"engine"``: same temperature and seed, whole
     vocabulary); whether each parses as one call of the lab's tools (``grammar.parses``).
-    ``llm=None``: the toy model (the prompt is then not read, and there is no engine row)."""
+    ``llm=None``: the toy model (the prompt is then not read, and there is no engine row).
+    ``progress``: called with one line per prompt and seed as soon as its replies are drawn."""
 
     rows, cut = [], []
+    steps = [(prompt, seed) for prompt in prompts for seed in seeds]
     for prompt in prompts:
         messages = [SystemMessage(system), UserMessage(prompt)]
         for seed in seeds:
+            done = len(rows)
             rng = np.random.default_rng(seed)
             free = generate_with(llm, messages, lambda z: sample_token(
                 z, temperature=temperature, rng=rng), max_tokens, echo=False, timeout=timeout)
@@ -329,6 +332,11 @@ def parse_rates(llm, *, sample_token, generate_constrained, prompts=TOOL_PROMPTS
                 rows.append((prompt, seed, "engine", text, grammar.parses(text)))
                 if finish == "length" and not rows[-1][4]:
                     cut.append((prompt, seed))
+            if progress is not None:
+                verdicts = ", ".join(f"{how} {'parses' if ok else 'fails'}"
+                                     for _, _, how, _, ok in rows[done:])
+                progress(f"[{steps.index((prompt, seed)) + 1}/{len(steps)}] {prompt!r} seed "
+                         f"{seed}: {verdicts}")
     return ParseRates(rows, cut)
 
 

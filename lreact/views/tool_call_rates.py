@@ -39,7 +39,7 @@ from ..tools import TOOLS
 from .canvas import new_figure
 
 GRID_QUESTIONS_ENV_VAR = "LREACT_GRID_QUESTIONS"
-DEFAULT_QUESTIONS = 4            # 16 settings x 4 questions = 64 runs: minutes on a laptop
+DEFAULT_QUESTIONS = 1            # 16 settings x 1 question = 16 runs (lreact.views.waiting)
 TEMPERATURES = (0.0, 0.7, 1.0, 1.5)
 TOP_PS = (1.0, 0.9)
 NO_GRAMMAR_HERE = ("grammar on: the {backend} backend is not given a tool-call grammar by this "
@@ -262,20 +262,26 @@ def _pct(num, den) -> str:
 
 
 def rates_table(rows) -> str:
-    """The grid as plain text: one line per setting."""
-    head = (f"{'temperature':>11} {'top_p':>5} {'grammar':>7} {'runs':>4}  {'valid-call runs':>15}"
-            f"  {'format errors / replies':>23}  {'correct':>12}")
+    """The grid as plain text: one short line per setting (counts of runs and replies)."""
+    head = f"{'setting':<20} {'valid-call runs':>15} {'format errors':>13} {'correct':>8}"
     lines = [head, "-" * len(head)]
     for r in rows:
-        s = r.setting
-        start = f"{s.temperature:>11g} {s.top_p:>5g} {'on' if s.grammar else 'off':>7} {r.runs:>4}"
+        start = f"{r.setting.label:<20}"
         if not r.runs:
-            lines.append(f"{start}  not run: {r.note}")
+            lines.append(f"{start} not run: {r.note}")
             continue
-        lines.append(f"{start}  {_pct(r.valid_runs, r.runs):>15}  "
-                     f"{_pct(r.format_errors, r.replies):>23}  {_pct(r.correct, r.runs):>12}"
+        lines.append(f"{start} {f'{r.valid_runs}/{r.runs}':>15} "
+                     f"{f'{r.format_errors}/{r.replies}':>13} {f'{r.correct}/{r.runs}':>8}"
                      + (f"  ({r.failed} failed: {r.error[:60]})" if r.failed else ""))
     return "\n".join(lines)
+
+
+def first_to_break(rows):
+    """The setting, in the grid's order from the mildest, with the lowest valid-call rate (the
+    one that broke tool calls most); None when every run of every setting was valid."""
+    ran = [r for r in rows if r.runs]
+    worst = min(ran, key=lambda r: r.rate("valid"), default=None)
+    return None if worst is None or worst.rate("valid") == 1.0 else worst.setting
 
 
 def rates_figure(rows, title="Does sampling break tool calls?"):
@@ -292,14 +298,19 @@ def rates_figure(rows, title="Does sampling break tool calls?"):
     for k, (what, label, colour) in enumerate(series):
         values = [r.rate(what) if r.runs else 0.0 for r in rows]
         ax.bar(x + (k - 1) * 0.27, values, 0.27, label=label, color=colour)
+    runs = {r.runs for r in rows if r.runs}
     for xi, r in zip(x, rows):
-        ax.text(xi, 1.03, f"n={r.runs}" if r.runs else "not\nrun", ha="center", va="bottom",
-                fontsize=7)
+        if not r.runs or len(runs) > 1:
+            ax.text(xi, 1.02, f"n={r.runs}" if r.runs else "not run", ha="center",
+                    va="bottom", fontsize=7)
     ax.set_xticks(x, [r.setting.label.replace(" ", "\n") for r in rows], fontsize=7)
-    ax.set_ylim(0, 1.2)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_ylim(0, 1.1)
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
     ax.set_ylabel("rate")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper right", ncol=3)
+    per = f" ({runs.pop()} runs per setting)" if len(runs) == 1 else ""
+    ax.set_title(title + per, fontsize=10, pad=22)
+    # above the axes, so no bar and no label can hide under it
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
     fig.tight_layout()
     return fig

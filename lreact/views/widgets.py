@@ -10,7 +10,9 @@
   model's first-token distribution (the latter needs a usable model: ``lreact.check_setup()``)
 
 The pictures come from ``lreact.views.figures`` and are drawn with ``lreact.views.canvas`` (PNG bytes in an
-``ipywidgets.Image``; a slider change redraws only what changed and swaps the bytes).
+``ipywidgets.Image``).  Each figure is drawn once; a slider move or a button changes only the
+artists that move and blits them (``canvas.Blitter``), well under the 100 ms a redraw may take
+in the browser (tests/test_browser.py measures every widget).
 """
 from __future__ import annotations
 
@@ -24,15 +26,9 @@ from ..engines.backends import configured_llm
 from ..engines.models import ModelError
 from ..messages import UserMessage
 from ..traces import CONTEXT_WINDOW, TRACES, context_segments, message_label, model_calls
-from .canvas import Blitter, image_widget, new_figure, png
+from .canvas import Blitter, image_widget, new_figure
 from .examples import DISTRIBUTIONS
-from .figures import (
-    TemperaturePlot,
-    budget_bars,
-    constrained_panel,
-    sampling_panel,
-    truncation_figure,
-)
+from .figures import BudgetPlot, ConstrainedPlot, SamplingPlot, TemperaturePlot, TruncationPlot
 from .next_token import DEFAULT_PROMPT, REAL, RealSource, RealTemperaturePlot, RealTruncationPlot
 
 EXAMPLES = "examples: peaked and flat"
@@ -106,20 +102,19 @@ def truncation_explorer(k: int = 5, p: float = 0.9, T: float = 1.0, source: str 
         if choose.value == REAL and dist is None:
             choose.value = EXAMPLES
             return
-        state["plot"] = state["blit"] = None
-        if dist is not None:
+        if dist is None:
+            fig = new_figure(11, 7.2)
+            state["plot"] = TruncationPlot(fig, ts.value, ks.value, ps.value)
+        else:
             fig = new_figure(11, 4.6)
             state["plot"] = RealTruncationPlot(fig, dist, ts.value, ks.value, ps.value)
-            fig.tight_layout()
-            state["blit"] = Blitter(fig, state["plot"].changing_artists())
-        redraw()
+        fig.tight_layout()
+        state["blit"] = Blitter(fig, state["plot"].changing_artists())
+        image.value = state["blit"].png()
 
     def redraw(*_):
-        if state["plot"] is None:
-            image.value = png(truncation_figure(ks.value, ps.value, ts.value))
-        else:
-            state["plot"].update(ts.value, ks.value, ps.value)
-            image.value = state["blit"].png()
+        state["plot"].update(ts.value, ks.value, ps.value)
+        image.value = state["blit"].png()
 
     build()
     choose.observe(build, "value")
@@ -144,10 +139,14 @@ def constrained_decoding_stepper(seed: int = 0):
     text = w.HTML()
     forward, back, reset = (w.Button(description=d) for d in ("step ▶", "◀ back", "reset"))
 
+    fig = new_figure(10, 5.2)
+    plot = ConstrainedPlot(fig)
+    fig.tight_layout()
+    blit = Blitter(fig, plot.changing_artists())
+
     def show():
-        fig = new_figure(10, 5.2)
-        step = constrained_panel(fig, prefix)
-        image.value = png(fig)
+        step = plot.update(prefix)
+        image.value = blit.png()
         allowed = ", ".join(html.escape(grammar.VOCAB[i]) for i in step["allowed"]) or "(done)"
         so_far = html.escape(grammar.detokenize(prefix)) or "(empty)"
         verdict = (f" — parses: <b>{grammar.parses(grammar.detokenize(prefix))}</b>"
@@ -222,24 +221,29 @@ def context_budget_explorer(trace: str = "Berlin trace (1 tool call)", window=CO
         state.update(history=history, tools=tools, calls=model_calls(history))
         step.max = len(state["calls"])
         step.value = 1
-        redraw()
+        build()
 
-    def redraw(*_):
+    def build(*_):
+        """Draw every call's bar once for this run, window and retrieved size."""
+        fig = new_figure(9, 1.3 + 0.5 * len(state["calls"]))
+        state["plot"] = BudgetPlot(fig.add_subplot(), state["calls"], state["tools"],
+                                   windows.value, retrieved.value, upto=step.value)
+        fig.tight_layout()
+        state["blit"] = Blitter(fig, state["plot"].changing_artists())
+        show()
+
+    def show(*_):
         calls, k = state["calls"], step.value
         listing.value = _history_html(state["history"], calls, k)
-        fig = new_figure(9, 1.3 + 0.5 * len(calls))
-        ax = fig.add_subplot()
-        state["totals"] = budget_bars(ax, calls, state["tools"], k, windows.value,
-                                      retrieved.value)
-        ax.set_title(f"tokens sent so far, summed over calls 1..{k}: {sum(state['totals'])}",
-                     fontsize=10, pad=26)
-        fig.tight_layout()
-        image.value = png(fig)
+        state["totals"] = state["plot"].update(k, retrieved.value)
+        image.value = state["blit"].png()
         chatml.value = "".join(s[2] for s in context_segments(calls[k - 1], state["tools"]))
 
     choose.observe(load, "value")
-    for s in (step, windows, retrieved):
-        s.observe(redraw, "value")
+    step.observe(show, "value")
+    windows.observe(build, "value")
+    retrieved.observe(lambda _: show() if state["plot"].fits(retrieved.value) else build(),
+                      "value")
     load()
     accordion = w.Accordion(children=[chatml], titles=("ChatML text of this call",))
     accordion.selected_index = None
@@ -259,27 +263,34 @@ def sampling_explorer(tokens, logits, prompt="", T=1.0, k=20, p=1.0):
     ks = w.IntSlider(value=min(k, len(tokens)), min=1, max=len(tokens), description="top-k")
     ps = w.FloatSlider(value=p, min=0.05, max=1.0, step=0.01, description="top-p")
     image = image_widget(9)
+    fig = new_figure(9, 4.0)
+    plot = SamplingPlot(fig.add_subplot(), tokens, logits, prompt, ts.value, ks.value, ps.value)
+    fig.tight_layout()
+    blit = Blitter(fig, plot.changing_artists())
 
     def redraw(*_):
-        fig = new_figure(9, 4.0)
-        sampling_panel(fig.add_subplot(), tokens, logits, prompt, ts.value, ks.value, ps.value)
-        fig.tight_layout()
-        image.value = png(fig)
+        plot.update(ts.value, ks.value, ps.value)
+        image.value = blit.png()
 
     redraw()
     for s in (ts, ks, ps):
         s.observe(redraw, "value")
-    return w.VBox([w.HBox([ts, ks, ps]), image])
+    box = w.VBox([w.HBox([ts, ks, ps]), image])
+    box.add_class("lreact-sampling")
+    return box
 
 
-def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None):
+def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None,
+                           prediction=None):
     """The real top-20 first-token log-probabilities of the configured model for ``prompt``
     (``lreact.engines.backends``: Qwen through Ollama, llama.cpp in this process, or an
     OpenAI-compatible engine), with the same sliders.  ``model``: the backend's model name (a
     GGUF path for the embedded engine).  Without a usable model it says what to start or
-    download and returns None."""
+    download and returns None.  ``prediction`` (the student's, written before the cell ran) is
+    printed beside the model's favourite (``lreact.views.predict``)."""
     import os
 
+    from . import predict
 
     report = setup.check_setup(model=model)
     if not report.server or not report.model_pulled:
@@ -297,4 +308,7 @@ def qwen_logprobs_explorer(prompt: str = "The capital of France is", model=None)
     print(f"{os.path.basename(report.model)} ({report.backend} backend): top-{len(tokens)} first "
           f"tokens for {prompt!r}; their logprobs are used as logits (the softmax renormalises "
           "over these 20).")
+    predict.show(prediction, f"{tokens[0]!r} first, with probability {np.exp(logprobs[0]):.2f}",
+                 "even a model's favourite leaves real mass to the others, and that mass is what "
+                 "the sliders below reshape.")
     return sampling_explorer(tokens, logprobs, prompt=prompt)
