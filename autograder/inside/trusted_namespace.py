@@ -272,6 +272,7 @@ class TrustedNamespace:
 
     def run_here(self, source: str, label: str) -> dict:
         out, err = Capped(OUTPUT_CAP), Capped(OUTPUT_CAP)
+        out.lreact_cell = err.lreact_cell = True   # the cell's own output: no answer text
         saved = sys.stdout, sys.stderr
         error = failed = None
         self.link.deadline = time.monotonic() + self.timeout
