@@ -196,7 +196,7 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--root", type=Path, default=paths.ROOT,
                    help="the course folder (default: this repository)")
     k.add_argument("--grading-only", action="store_true",
-                   help="only the rules this grader needs (not the unit's house rules)")
+                   help="only the rules this grader needs (not the unit's house rules; default: both)")
 
     c = sub.add_parser(
         "catalogue", formatter_class=_formatter,

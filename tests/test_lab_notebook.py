@@ -309,9 +309,11 @@ def test_top_p_visible_test_shows_the_float_sum_case(solution):
 def test_generate_constrained_leaves_eos_out_as_the_lecture_does(solution):
     """Lab A.7 and the lecture's ``generate`` (Part I) agree: <eos> ends the output, not part of it."""
     from lreact import grammar
+    import inspect
     lecture = nbformat.read(ROOT / "lectures" / "lecture-ReAct-1-sampling.ipynb", as_version=4)
-    generate = next(c.source for c in lecture.cells if "def generate(" in c.source)
-    assert re.search(r"if grammar\.VOCAB\[token\] == grammar\.EOS:\n\s+break\n\s+prefix\.append", generate)
+    assert any("grammar.sample_text(" in c.source for c in lecture.cells)
+    generate = inspect.getsource(grammar.sample_text)       # what the lecture's cell calls
+    assert re.search(r"if VOCAB\[token\] == EOS:\n\s+break\n\s+prefix\.append", generate)
     eos = grammar.TOKEN_ID[grammar.EOS]
     for seed in range(20):
         ids = solution["generate_constrained"](grammar.toy_logits, np.random.default_rng(seed))
