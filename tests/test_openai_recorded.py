@@ -460,3 +460,28 @@ def test_configured_llm_follows_the_environment(monkeypatch):
     # a notebook's first cell prints describe_backend(): an unknown name is said, not raised
     line = lreact.describe_backend()
     assert "LREACT_BACKEND='tgi'" in line and "scripted models" in line
+
+
+# -- API keys (issue 30: a class server gives each student one) ------------------------------------
+# Red on the code before: it said "set LREACT_API_KEY to the key it was started with" whatever
+# was sent, and never "ask your instructor".
+
+def test_401_a_wrong_key_says_ask_your_instructor(engine):
+    replay(engine, "llama_server_invalid_api_key")
+    llm = OpenAICompatLLM(LSM, base_url=LS, api_key="lr-not-mine", http_client=engine.client())
+    with pytest.raises(EngineError) as e:
+        llm([SYSTEM, BERLIN], TOOLS)
+    text = str(e.value)
+    assert text.startswith(f"The server at {LS} refused this key (HTTP 401); ask your "
+                           "instructor for yours and set LREACT_API_KEY to it"), text
+    assert "Invalid API Key" in text and "lr-not-mine" not in text
+    assert e.value.__cause__ is None and len(engine.requests) == 1
+    assert engine.requests[0].headers["authorization"] == "Bearer lr-not-mine"
+
+
+def test_401_with_no_key_set_says_which_to_set(engine):
+    replay(engine, "llama_server_invalid_api_key")
+    with pytest.raises(EngineError) as e:
+        llama(engine)([SYSTEM, BERLIN], TOOLS)
+    assert "wants an API key (HTTP 401) and none is set: set LREACT_API_KEY to the key your " \
+           "instructor gave you" in str(e.value)

@@ -118,6 +118,24 @@ def explain_status(status: int, text: str, *, base_url: str, model, features=Non
     return f"The engine at {base_url} refused the request with HTTP {status} {said}."
 
 
+# what the OpenAI-compatible backend sends when no key is set (local engines need none)
+NO_KEY = "not-needed"
+
+
+def explain_key(base_url: str, status: int, text: str = "", *, key_set: bool) -> str:
+    """The engine refused the request's API key (HTTP 401/403).  ``key_set``: whether
+    ``LREACT_API_KEY`` (or ``api_key=``) held one, or the placeholder ``NO_KEY`` went out.
+    A class server (``python -m autograder class-server``) gives each student a key."""
+    said = f"(server said: {text or 'nothing'})"
+    if key_set:
+        return (f"The server at {base_url} refused this key (HTTP {status}); ask your "
+                "instructor for yours and set LREACT_API_KEY to it (or, for a server you "
+                f"started, the key it was started with) {said}.")
+    return (f"The server at {base_url} wants an API key (HTTP {status}) and none is set: set "
+            "LREACT_API_KEY to the key your instructor gave you (or, for a server you started, "
+            f"the key it was started with) {said}.")
+
+
 def listening(base_url: str, timeout: float = 1.0) -> bool:
     """Whether anything accepts a TCP connection at ``base_url``'s host and port now."""
     parts = urlsplit(base_url)
