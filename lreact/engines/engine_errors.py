@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from urllib.parse import urlsplit
 
 # an input this short (in estimated tokens, 4 characters each) fits any context window an
@@ -147,11 +148,16 @@ def listening(base_url: str, timeout: float = 1.0) -> bool:
         return False
 
 
+DROP_SETTLE = 0.5   # seconds between two looks at a port after a dropped connection
+
+
 def explain_dropped(base_url: str, size: int) -> str:
     """The engine closed the connection before its answer: say which cause the evidence shows.
     ``size`` is the input's length in characters (about 4 per token)."""
     tokens = max(1, size // 4)
-    running = listening(base_url)
+    # a killed server's connections can close a moment before its listening socket (the kernel
+    # closes its files one by one, and still queues connections on an open one): look again
+    running = listening(base_url) and (time.sleep(DROP_SETTLE) or listening(base_url))
     if tokens >= SHORT_INPUT_TOKENS:
         return (f"The engine at {base_url} dropped the connection before answering. The input "
                 f"was about {tokens} tokens ({size} characters); if that is near or beyond the "
