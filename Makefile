@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lreact-installed
 
-.PHONY: setup llama-server lab model formgrader test unit selfcheck release system-deps benchmark benchmark-model clean
+.PHONY: setup llama-server lab model formgrader test unit selfcheck release system-deps benchmark benchmark-model benchmark-class-server clean
 
 # llama-cpp-python (the embedded backend, lreact/engines/embedded.py) is compiled from source on PyPI.
 # Portable CPU flags: x86-64 with AVX2, no AVX-512/AMX (built for the machine's own CPU it crashed
@@ -89,6 +89,9 @@ benchmark: setup
 
 benchmark-model: setup
 	$(PY) -m scripts.benchmark_model
+
+benchmark-class-server: setup
+	$(PY) -m scripts.benchmark_class_server
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis artifacts .grading
