@@ -72,7 +72,7 @@ CMAKE_FLAGS = (
 # the chat templates the tests start llama-server with (--chat-template-file)
 TEMPLATES = ("Qwen-Qwen3-0.6B.jinja", "Qwen3.5-4B.jinja", "Qwen-Qwen2.5-7B-Instruct.jinja")
 CACHE_FORMAT = 1
-FIRST_BUILD = "about 6 minutes on an idle 2-core machine, 12 under load"
+FIRST_BUILD = "about 6 minutes on an idle 2-core machine, 15 on a busy one"
 
 
 def say(text: str) -> None:
