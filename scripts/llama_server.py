@@ -213,6 +213,11 @@ def cached_build(jobs: int) -> Path:
     root = cache_root() / "llama-server"
     key = cache_key(flags())
     entry = root / key
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SystemExit(f"llama-server: cannot write the cache folder {root} ({e.strerror}): "
+                         "set LREACT_CACHE_DIR to a folder you can write") from None
     with locked(root / f"{key}.lock"):
         if not (entry / "BUILD-INFO.json").is_file():
             shutil.rmtree(entry, ignore_errors=True)        # an interrupted copy
