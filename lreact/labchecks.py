@@ -258,7 +258,17 @@ def reference(module: str, name: str):
                            "write your own function")
     if not isinstance(module, str) or not module.isidentifier() or module.startswith("_"):
         raise ValueError(f"not an lreact module: {module!r}")
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), module + ".py")
+    here = os.path.dirname(os.path.abspath(__file__))
+    package, path = __package__, os.path.join(here, module + ".py")
+    if not os.path.exists(path) and not os.path.exists(path + "c"):
+        # a module of a subpackage, e.g. lreact.views.methods
+        inside = [d for d in sorted(os.listdir(here))
+                  if os.path.isfile(os.path.join(here, d, "__init__.py"))
+                  and any(os.path.isfile(os.path.join(here, d, module + ext))
+                          for ext in (".py", ".pyc"))]
+        if len(inside) == 1:
+            package, path = f"{__package__}.{inside[0]}", os.path.join(here, inside[0],
+                                                                       module + ".py")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             code = compile(f.read(), path, "exec")
@@ -268,10 +278,10 @@ def reference(module: str, name: str):
             code = marshal.loads(f.read()[16:])
     # the public module first, with the rule on: the copy's relative imports then find every
     # public module it needs already guarded (one first imported while building would not be)
-    importlib.import_module(f"{__package__}.{module}")
-    copy = type(sys)(f"{__package__}._reference_{module}")
+    importlib.import_module(f"{package}.{module}")
+    copy = type(sys)(f"{package}._reference_{module}")
     # relative imports (.messages) resolve to the shared public modules
-    copy.__dict__.update(__file__=path, __package__=__package__, __spec__=None)
+    copy.__dict__.update(__file__=path, __package__=package, __spec__=None)
     with RULE.build():
         exec(code, copy.__dict__)
     found = getattr(copy, name)

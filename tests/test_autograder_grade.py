@@ -79,7 +79,8 @@ def test_every_subcommand_documents_every_argument_and_its_default():
     top = parser()
     subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     assert set(subs.choices) == {"release", "grade", "cluster-certs", "feedback", "export",
-                                 "catalogue", "selfcheck", "check-course", "student-edition"}
+                                 "catalogue", "selfcheck", "check-course", "student-edition",
+                                 "class-server"}
     for name, p in subs.choices.items():
         assert p.description, name
         for action in p._actions:
@@ -97,7 +98,7 @@ def test_every_subcommand_documents_every_argument_and_its_default():
 
 def test_help_runs_for_every_subcommand():
     for name in ("release", "grade", "cluster-certs", "feedback", "export", "catalogue",
-                 "selfcheck", "check-course", "student-edition"):
+                 "selfcheck", "check-course", "student-edition", "class-server"):
         done = subprocess.run([sys.executable, "-m", "autograder", name, "--help"], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and "usage:" in done.stdout, (name, done.stderr)
