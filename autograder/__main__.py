@@ -1,6 +1,7 @@
 """``python -m autograder <command>``: the instructor's tool for this unit.
 
-Commands: release, student-edition, check-course, grade, cluster-certs, feedback, export, catalogue, selfcheck. ``python -m autograder
+Commands: release, student-edition, check-course, grade, cluster-certs, feedback, export,
+catalogue, class-server, selfcheck. ``python -m autograder
 COMMAND --help`` describes each one. Run everything from the repository root.
 """
 from __future__ import annotations
@@ -64,6 +65,28 @@ who is who (--ids MAPPING.csv):
   Without --ids every student is written under the submission name (Canvas: SIS Login ID;
   Moodle: Username) with what nbgrader's gradebook holds (name, email, lms_user_id as ID).
   Text cells are neutralised against spreadsheet formulas (safecsv); scores are numbers."""
+
+
+CLASS_SERVER = """\
+the roster (ROSTER.csv):
+  A CSV (UTF-8; ',' or ';' separated) with a header. The student is the first of these columns
+  the header has: id, sis_user_id, sis_login_id, username, idnumber, email, submission (an LMS's
+  own headers such as "SIS Login ID" or "ID number" work; Canvas's gradebook export and
+  Moodle's participants export have them). Every row needs a value there; no id, SIS id, login,
+  email or username may belong to two rows. Blank rows and Canvas's "Points Possible" row are
+  skipped. Identity columns (those, and name, first_name, last_name, section) are copied to
+  keys.csv; other columns are ignored.
+
+the keys folder (--keys DIR, mode 0700, every file 0600):
+  keys.csv            the roster's identity columns and "API key": hand each student their row
+  keys.json           which key is whose (read again on the next start)
+  api-keys.txt        what llama-server reads (--api-key-file)
+  instructor-key.txt  your own key
+  llama-server.log    the server's log (no key is ever written to it)
+
+students:
+  export LREACT_BACKEND=openai LREACT_BASE_URL=http://HOST:PORT/v1 LREACT_API_KEY=<their key>
+  then lreact.check_setup() says whether the server answers and accepts the key."""
 
 
 def _d(text: str) -> str:
@@ -196,7 +219,7 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--root", type=Path, default=paths.ROOT,
                    help="the course folder (default: this repository)")
     k.add_argument("--grading-only", action="store_true",
-                   help="only the rules this grader needs (not the unit's house rules)")
+                   help="only the rules this grader needs (not the unit's house rules; default: both)")
 
     c = sub.add_parser(
         "catalogue", formatter_class=_formatter,
@@ -242,6 +265,56 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--root", type=Path, default=paths.ROOT, metavar="DIR",
                    help="the course folder whose gradebook.db is read (default: the "
                         "repository, %(default)s)")
+
+    v = sub.add_parser(
+        "class-server", formatter_class=_formatter,
+        help="serve one model to a class: a key per student, llama-server with slots",
+        description=_d(
+            "Write one API key per student of ROSTER (an LMS export) into the --keys folder "
+            "(keys.csv to hand out; every file mode 0600; a student keeps their key on the next "
+            "start) and start llama.cpp's llama-server with them (--api-key-file), SLOTS "
+            "requests answered at once and CTX tokens of context for each. Prints what it "
+            "started and how students connect (never a key), then serves until Ctrl-C. "
+            "README.md, \"A class on one model server\": sizing, and what it does not do "
+            "(budgets, rate limits)."),
+        epilog=CLASS_SERVER)
+    v.add_argument("roster", type=Path, metavar="ROSTER.csv",
+                   help="the class's roster as the LMS exports it (a header naming each "
+                        "student's id; see below)")
+    v.add_argument("--model", required=True, type=Path, metavar="FILE.gguf",
+                   help="the GGUF model file to serve (required: no default)")
+    v.add_argument("--slots", type=int, default=4, metavar="N",
+                   help="requests answered at the same time; more wait their turn (default: 4)")
+    v.add_argument("--ctx", type=int, default=4096, metavar="N",
+                   help="tokens of context for each slot: the longest history plus reply one "
+                        "request may have (default: 4096)")
+    v.add_argument("--port", type=int, default=8080, metavar="P", help="port (default: 8080)")
+    v.add_argument("--host", default="0.0.0.0", metavar="ADDRESS",
+                   help="address to listen on (default: 0.0.0.0, every network of this "
+                        "machine; 127.0.0.1: this machine only)")
+    v.add_argument("--keys", type=Path, default=Path("class-server"), metavar="DIR",
+                   help="folder of the keys and the server's log (default: class-server/ "
+                        "in the current folder)")
+    v.add_argument("--new-key", action="append", default=[], metavar="ID",
+                   help="give this student a new key (the old one stops working); repeat "
+                        "for more (default: everyone keeps theirs)")
+    v.add_argument("--max-tokens", type=int, default=1024, metavar="N",
+                   help="reply length for a request that sets none (default: 1024)")
+    v.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads generating (default: llama-server's, the cores)")
+    v.add_argument("--http-threads", type=int, default=None, metavar="N",
+                   help="connections handled at once (default: max(32, 4 x slots))")
+    v.add_argument("--cache-ram", type=int, default=0, metavar="MIB",
+                   help="host memory for llama-server's prompt cache (default: 0, off)")
+    v.add_argument("--gpu-layers", default=None, metavar="N",
+                   help="layers on the GPU, a number or 'all' (default: llama-server's, "
+                        "'auto'; needs a llama-server built for the GPU)")
+    v.add_argument("--chat-template-file", type=Path, default=None, metavar="FILE.jinja",
+                   help="chat template instead of the model file's own (default: the file's)")
+    v.add_argument("--tls-cert", type=Path, default=None, metavar="CERT.pem",
+                   help="serve HTTPS with this certificate (with --tls-key; default: HTTP)")
+    v.add_argument("--tls-key", type=Path, default=None, metavar="KEY.pem",
+                   help="the certificate's private key (default: none)")
 
     s = sub.add_parser(
         "selfcheck", formatter_class=_formatter,
@@ -309,6 +382,16 @@ def main(argv=None) -> int:
     if args.command == "catalogue":
         from .proofs.catalogue import command
         return command(args.assignment, show=args.show, convert=args.convert)
+    if args.command == "class-server":
+        from .instructor.class_server import Settings, command
+        settings = Settings(slots=args.slots, ctx=args.ctx, port=args.port, host=args.host,
+                            max_tokens=args.max_tokens, threads=args.threads,
+                            http_threads=args.http_threads, cache_ram=args.cache_ram,
+                            gpu_layers=args.gpu_layers,
+                            chat_template_file=args.chat_template_file, tls_cert=args.tls_cert,
+                            tls_key=args.tls_key)
+        return command(args.roster, args.model, keys_dir=args.keys, settings=settings,
+                       new_keys_for=args.new_key)
     if args.command == "selfcheck":
         import inspect
 

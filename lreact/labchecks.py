@@ -259,7 +259,18 @@ def reference(module: str, name: str):
     parts = module.split(".") if isinstance(module, str) else [""]
     if not all(p.isidentifier() and not p.startswith("_") for p in parts):
         raise ValueError(f"not an lreact module: {module!r}")
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *parts) + ".py"
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, *parts) + ".py"
+    if len(parts) == 1 and not os.path.exists(path) and not os.path.exists(path + "c"):
+        # a module of a subpackage named alone, e.g. "methods" for lreact.views.methods
+        inside = [d for d in sorted(os.listdir(here))
+                  if os.path.isfile(os.path.join(here, d, "__init__.py"))
+                  and any(os.path.isfile(os.path.join(here, d, module + ext))
+                          for ext in (".py", ".pyc"))]
+        if len(inside) == 1:
+            parts = [inside[0], module]
+            module = ".".join(parts)
+            path = os.path.join(here, *parts) + ".py"
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             code = compile(f.read(), path, "exec")

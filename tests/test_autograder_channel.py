@@ -614,28 +614,9 @@ IN_PLACE = {
 
 @pytest.fixture
 def cells_pair():
-    a, b = os.pipe(), os.pipe()
-    answers = StudentNamespace(IN_PLACE)
-    link = StudentLink(Pipe(a[0], b[1]), "S", answers.handle)
-    answers.link = link
-
-    def serve():
-        try:
-            while True:
-                link.pipe.send(link.serve(link.pipe.recv(None)))
-        except BaseException:  # noqa: BLE001 - the test ended
-            pass
-
-    server = threading.Thread(target=serve, daemon=True)
-    server.start()
-    tests = TrustedNamespace(Pipe(b[0], a[1]), lambda event: None, 5)
+    tests, close = _channel(IN_PLACE, run=False)
     yield tests
-    tests.link.pipe.send({"k": "q", "op": "bye"})
-    server.join(5)
-    for fd in (*a, *b):
-        os.close(fd)
-    from IPython.core.interactiveshell import InteractiveShell
-    InteractiveShell.clear_instance()
+    close()
 
 
 def test_a_value_filled_in_place_by_a_later_cell_reaches_the_tests(cells_pair):
@@ -683,7 +664,7 @@ def test_calls_carry_no_names_when_the_tests_read_none(cells_pair):
 # behaviour; a test's deletions and its captured output work as in one kernel (issue: tests
 # written as nbgrader teaches; tests/test_nbgrader_patterns.py compares with stock nbgrader) ---
 
-def _channel(cells: dict):
+def _channel(cells: dict, run: bool = True):
     a, b = os.pipe(), os.pipe()
     answers = StudentNamespace(cells)
     link = StudentLink(Pipe(a[0], b[1]), "S", answers.handle)
@@ -699,7 +680,7 @@ def _channel(cells: dict):
     server = threading.Thread(target=serve, daemon=True)
     server.start()
     tests = TrustedNamespace(Pipe(b[0], a[1]), lambda event: None, 5)
-    for index in sorted(cells, key=int):
+    for index in sorted(cells, key=int) if run else ():
         assert tests.run_student(int(index))["ok"], index
 
     def close():

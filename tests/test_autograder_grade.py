@@ -59,7 +59,7 @@ def test_grade_command_writes_the_grade_sheet_and_caches(tmp_path):
     assert not (tmp_path / "escape").exists()
     first = out.read_bytes()
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    assert "(5 from the cache)" in again.stdout
+    assert "graded 3 submission(s) (3 from the cache), 2 not graded" in again.stdout
     assert out.read_bytes() == first
 
 
@@ -79,7 +79,8 @@ def test_every_subcommand_documents_every_argument_and_its_default():
     top = parser()
     subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     assert set(subs.choices) == {"release", "grade", "cluster-certs", "feedback", "export",
-                                 "catalogue", "selfcheck"}
+                                 "catalogue", "selfcheck", "check-course", "student-edition",
+                                 "class-server"}
     for name, p in subs.choices.items():
         assert p.description, name
         for action in p._actions:
@@ -97,7 +98,7 @@ def test_every_subcommand_documents_every_argument_and_its_default():
 
 def test_help_runs_for_every_subcommand():
     for name in ("release", "grade", "cluster-certs", "feedback", "export", "catalogue",
-                 "selfcheck"):
+                 "selfcheck", "check-course", "student-edition", "class-server"):
         done = subprocess.run([sys.executable, "-m", "autograder", name, "--help"], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and "usage:" in done.stdout, (name, done.stderr)

@@ -37,3 +37,18 @@ def test_a_dict_created_early_and_filled_in_a_later_cell_earns_its_points():
     assert len(ex14) == 8 and all(got == most for got, most in ex14.values()), \
         (ex14, graded.errors)
     assert graded.total == graded.possible, graded.errors
+
+
+def test_a_dicts_keys_as_a_list_of_labels_earns_what_stock_nbgrader_gives():
+    """An outside review: the exercises' tests accept any iterable of strings, and a dict's
+    keys() scored 43/43 under stock nbgrader and 41/43 here (the channel refused dict_keys)."""
+    nb = load(EXERCISES)
+    edits = {"ex04_truncation": ('topk_tokens = ["rainy", "cloudy"]',
+                                 'topk_tokens = {"rainy": 0.571, "cloudy": 0.429}.keys()'),
+             "ex10_trajectory": ('action_lines = ["L3", "L5", "L8"]',
+                                 'action_lines = {"L3": 1, "L5": 2, "L8": 3}.keys()')}
+    for gid, (old, new) in edits.items():
+        assert old in _answer(nb, gid)
+        nb = replace_cell(nb, gid, _answer(nb, gid).replace(old, new))
+    graded = grade_notebook("lecture-ReAct-exercises", nb, timeout=60, source=EXERCISES)
+    assert graded.total == graded.possible, graded.errors

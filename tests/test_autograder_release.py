@@ -70,7 +70,7 @@ def test_in_ci_a_missing_source_notebook_is_a_failure(course, monkeypatch):
 
 def test_stub_source_names_the_function_or_the_variables():
     from autograder.run.engine import stub
-    from autograder.instructor.release import stub_message, stub_source
+    from autograder.cells import stub_message, stub_source
 
     lab = {"cell_type": "code", "metadata": {"nbgrader": {"solution": True, "grade_id": "f"}},
            "source": "def softmax(z):\n    \"\"\"doc\"\"\"\n    ### BEGIN SOLUTION\n    return z\n"

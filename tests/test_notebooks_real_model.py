@@ -7,7 +7,10 @@ with a live cell run in a real kernel (nbclient), on SmolLM2-135M-Instruct (the 
 - ``embedded``: ``LREACT_BACKEND=embedded``, llama.cpp in the kernel's own process;
 - ``openai``: ``LREACT_BACKEND=openai`` against llama-cpp-python's own server (``python -m
   llama_cpp.server``, started on a free loopback port with the same model by
-  tests/test_openai_server_real.py's ``running_engine``), with the GGUF's own chat template.
+  tests/test_openai_server_real.py's ``running_engine``), with the GGUF's own chat template;
+- ``llama-server`` (the two labs only, issue 31 §3): ``LREACT_BACKEND=openai`` against
+  llama.cpp's own ``llama-server`` (``make setup`` builds it; tests/llama_server_support.py),
+  with the GGUF's own chat template, on a free loopback port.
   That engine does not show this model the tools, so the loops get text answers, one request
   each.  With ``--chat_format chatml-function-calling`` the model calls a tool on every turn and
   the loops run to their step budget of 8, each request a grammar-constrained generation of 1 to
@@ -49,7 +52,9 @@ NOTEBOOKS = {"lab1": LAB1, "lab2": LAB2, "lecture-overview": OVERVIEW,
 ARTIFACTS = ROOT / "artifacts" / "notebooks"
 NO_OLLAMA = "http://127.0.0.1:9"   # the discard port: refused at once
 CELL_TIMEOUT = 600                 # seconds per cell: a bound on a stuck model, never a hang
-LLM_CLASS = {"embedded": "EmbeddedLLM", "openai": "OpenAICompatLLM"}
+LLM_CLASS = {"embedded": "EmbeddedLLM", "openai": "OpenAICompatLLM",
+             "llama-server": "OpenAICompatLLM"}
+BACKEND = {"embedded": "embedded", "openai": "openai", "llama-server": "openai"}  # LREACT_BACKEND
 
 pytestmark = [real_model, pytest.mark.slow]
 
@@ -181,17 +186,36 @@ def engine(tmp_path_factory):
         yield server
 
 
+@pytest.fixture(scope="module")
+def llama_engine(tmp_path_factory):
+    """llama.cpp's own llama-server with the model and the GGUF's chat template, for the whole
+    module (started on first use); skipped, saying why, without the binary (never under CI)."""
+    from llama_server_support import WHY_NOT, running_llama_server
+
+    if WHY_NOT:
+        pytest.skip(WHY_NOT)
+    with running_llama_server(tmp_path_factory.mktemp("llama-server"), "-np", "1", "-c", "4096",
+                              "--cache-ram", "0") as server:
+        yield server
+
+
 @pytest.fixture(params=["embedded", "openai"])
 def backend(request, monkeypatch):
     _clean(monkeypatch)
-    monkeypatch.setenv("LREACT_BACKEND", request.param)
+    monkeypatch.setenv("LREACT_BACKEND", BACKEND[request.param])
     for var in ("LREACT_GRID_QUESTIONS", "LREACT_METHODS_TASKS"):   # every live cell's default
         monkeypatch.delenv(var, raising=False)
     if request.param == "embedded":
         monkeypatch.setenv("LREACT_GGUF", MODEL)
+    elif request.param == "llama-server":
+        monkeypatch.setenv("LREACT_BASE_URL", request.getfixturevalue("llama_engine").base_url)
     else:
         monkeypatch.setenv("LREACT_BASE_URL", request.getfixturevalue("engine").base)
     return request.param
+
+
+LABS_ON = pytest.mark.parametrize("backend", ["embedded", "openai", "llama-server"],
+                                  indirect=True)
 
 
 # What an engine refuses, said as a refusal (issue 17, 3.3): (backend, cell) -> the line.
@@ -211,13 +235,14 @@ def assert_no_fallback(name, out, backend):
 
 # -- on a real model -------------------------------------------------------------------------------
 
+@LABS_ON
 def test_lab1_on_a_real_model(backend, tmp_path):
     nb, out, times = run_notebook("lab1", tmp_path)
     record(backend, "lab1", out, times, ["setup", "sweep", "first-token", "probe-first-token",
                                          "real-sampler", "real-mask", "live-setup",
                                          "round-trip", "full-loop"])
     assert_no_fallback("lab1", out, backend)
-    assert f"backend {backend}" in out["setup"]
+    assert f"backend {BACKEND[backend]}" in out["setup"]
     # A.6: every setting sampled on the model
     assert out["sweep"].count("distinct of 3:") == 4, out["sweep"]
     # the first-token plot: the model's own top 20, drawn, its title naming the model file
@@ -244,13 +269,14 @@ def test_lab1_on_a_real_model(backend, tmp_path):
         assert "only the embedded backend" in out["real-sampler"] and "engine:" not in out["real-mask"]
 
 
+@LABS_ON
 def test_lab2_on_a_real_model(backend, tmp_path):
     nb, out, times = run_notebook("lab2", tmp_path)
     record(backend, "lab2", out, times, ["lab2-setup", "c-live-setup", "c-live-run",
                                          "c-rates-grid", "c-structured", "d-setup", "d-mcp-live", "d-compare", "d-methods",
                                          "d-ex11-live"])
     assert_no_fallback("lab2", out, backend)
-    assert f"backend {backend}" in out["lab2-setup"]
+    assert f"backend {BACKEND[backend]}" in out["lab2-setup"]
     assert probe(out, "c-live-setup") == {"live": True, "llm": LLM_CLASS[backend]}
     assert probe(out, "d-setup") == {"live": True, "llm": LLM_CLASS[backend]}
     # C.3 live: three questions, each through both loops, on the model
@@ -267,7 +293,7 @@ def test_lab2_on_a_real_model(backend, tmp_path):
     # C.4: the toy grammar, then N replies on the model, free and with the schema
     assert "The configured model (backend " in out["c-structured"]
     assert "free            :" in out["c-structured"]
-    if backend == "embedded":      # the engine constrains decoding to the schema: all validate
+    if backend != "openai":        # the engine constrains decoding to the schema: all validate
         assert "with the schema : 10/10 parse and validate" in out["c-structured"]
     else:                          # llama-cpp-python's server refuses json_schema, and says so
         assert REFUSALS[backend, "c-structured"] in out["c-structured"]

@@ -462,3 +462,60 @@ def test_configured_llm_follows_the_environment(monkeypatch):
     # a notebook's first cell prints describe_backend(): an unknown name is said, not raised
     line = lreact.describe_backend()
     assert "LREACT_BACKEND='tgi'" in line and "scripted models" in line
+
+
+# -- API keys (issue 30: a class server gives each student one) ------------------------------------
+# Red on the code before: it said "set LREACT_API_KEY to the key it was started with" whatever
+# was sent, and never "ask your instructor".
+
+def test_401_a_wrong_key_says_ask_your_instructor(engine):
+    replay(engine, "llama_server_invalid_api_key")
+    llm = OpenAICompatLLM(LSM, base_url=LS, api_key="lr-not-mine", http_client=engine.client())
+    with pytest.raises(EngineError) as e:
+        llm([SYSTEM, BERLIN], TOOLS)
+    text = str(e.value)
+    assert text.startswith(f"The server at {LS} refused this key (HTTP 401); ask your "
+                           "instructor for yours and set LREACT_API_KEY to it"), text
+    assert "Invalid API Key" in text and "lr-not-mine" not in text
+    assert e.value.__cause__ is None and len(engine.requests) == 1
+    assert engine.requests[0].headers["authorization"] == "Bearer lr-not-mine"
+
+
+def test_401_with_no_key_set_says_which_to_set(engine):
+    replay(engine, "llama_server_invalid_api_key")
+    with pytest.raises(EngineError) as e:
+        llama(engine)([SYSTEM, BERLIN], TOOLS)
+    assert "wants an API key (HTTP 401) and none is set: set LREACT_API_KEY to the key your " \
+           "instructor gave you" in str(e.value)
+
+
+# -- the lens on llama-server: /v1/completions logprobs in the chat shape ---------------------------
+
+def _entry(token, logprob, *top):
+    return {"id": 0, "token": token, "bytes": list(token.encode()), "logprob": logprob,
+            "top_logprobs": [{"id": 0, "token": t, "bytes": list(t.encode()), "logprob": lp}
+                             for t, lp in top]}
+
+
+# llama-server (llama.cpp 0c1e570) answers /v1/completions with "logprobs": k in the shape of
+# chat completions, logprobs.content[], not the legacy tokens/token_logprobs/top_logprobs
+LLAMA_SERVER_TEXT_LOGPROBS = {
+    "choices": [{"text": " Paris.", "index": 0, "finish_reason": "length", "logprobs": {
+        "content": [_entry(" Paris", -0.2589, (" Paris", -0.2589), (" the", -2.7646)),
+                    _entry(".", -0.9, (",", -0.5), (".", -0.9))]}}],
+    "object": "text_completion", "model": "smollm2", "id": "chatcmpl-1",
+    "usage": {"completion_tokens": 2, "prompt_tokens": 5, "total_tokens": 7}}
+
+
+def test_the_lens_reads_llama_servers_logprobs(engine):
+    """Red before: the lens read only the legacy shape and said "sent no logprobs"."""
+    from lreact.views import lens, lens_reading
+
+    engine.route("POST", LS + "/completions", (200, LLAMA_SERVER_TEXT_LOGPROBS))
+    llm = OpenAICompatLLM("smollm2", base_url=LS, http_client=engine.client())
+    reply = lens_reading.read_reply_engine(llm, lens.LENS_MESSAGES, TOOLS, prefill=lens.PREFILL,
+                                           temperature=0, max_tokens=2, top=2)
+    assert sent(engine)["logprobs"] == 2
+    assert reply["text"] == " Paris." and [r["token"] for r in reply["tokens"]] == [" Paris", "."]
+    assert [r["rank"] for r in reply["tokens"]] == [1, 2]
+    assert reply["tokens"][1]["top"] == [[",", -0.5], [".", -0.9]]

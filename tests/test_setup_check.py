@@ -301,6 +301,42 @@ def test_openai_backend_refused(router, openai_env):
     assert "vllm serve" in text and "LREACT_BASE_URL" in text
 
 
+INVALID_KEY = {"error": {"message": "Invalid API Key", "type": "authentication_error",
+                         "code": 401}}   # llama-server --api-key-file, a key not in the file
+
+
+def test_openai_backend_a_refused_key_is_said_plainly(router, openai_env, monkeypatch):
+    """A class server (issue 30): it answers, and refuses this key. Red before: the report said
+    only "wants an API key ... the key it was started with", not that the server answers."""
+    monkeypatch.setenv("LREACT_API_KEY", "lr-typo")
+    listed = router.get(BASE + "/models").mock(return_value=httpx.Response(401, json=INVALID_KEY))
+    report = check_setup()
+    text = str(report)
+    assert report.server and not report.ok and listed.call_count == 1
+    assert listed.calls[0].request.headers["authorization"] == "Bearer lr-typo"
+    assert report.lines[0] == f"✓ The server at {BASE} answers."
+    assert report.lines[1].startswith(f"✗ The server at {BASE} refused this key (HTTP 401); ask "
+                                      "your instructor for yours"), text
+    assert "lr-typo" not in text and "Invalid API Key" in text
+
+
+def test_openai_backend_wants_a_key_and_none_is_set(router, openai_env):
+    router.get(BASE + "/models").mock(return_value=httpx.Response(401, json=INVALID_KEY))
+    report = check_setup()
+    assert report.server and not report.ok
+    assert "wants an API key (HTTP 401) and none is set: set LREACT_API_KEY" in str(report)
+
+
+def test_openai_backend_an_accepted_key_is_said(router, openai_env, monkeypatch):
+    monkeypatch.setenv("LREACT_API_KEY", "lr-mine")
+    router.get(BASE + "/models").mock(return_value=httpx.Response(200, json=models_list("m")))
+    router.post(BASE + "/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_answer(WEATHER_CALL)))
+    report = check_setup()
+    assert report.ok and "✓ It accepts the API key in LREACT_API_KEY." in report.lines
+    assert "lr-mine" not in str(report)
+
+
 def test_openai_backend_without_jinja(router, openai_env, monkeypatch):
     monkeypatch.setenv("LREACT_BASE_URL", "http://gpu-box:9931/v1/")
     router.get("http://gpu-box:9931/v1/models").mock(return_value=httpx.Response(

@@ -186,7 +186,8 @@ class TrustedNamespace:
         ``squares = ...``): each call of an answer sees them so, as in one kernel
         (``student.StudentNamespace.enter_scope``); None when there is none.  Only names that
         crossed as values or functions count (a module both sides imported is each side's own),
-        and a rebinding to something the answers cannot receive is left out."""
+        and a rebinding to something the answers cannot receive, or to a callable the tests
+        imported rather than defined (``_may_rebind``), is left out."""
         gone, pairs = [], []
         for name, obj in self.installed.items():
             if isinstance(obj, Unavailable):
@@ -194,6 +195,8 @@ class TrustedNamespace:
             if name not in self.ns:
                 gone.append(name)
             elif self.ns[name] is not obj:
+                if not self._may_rebind(self.ns[name]):
+                    continue
                 try:
                     pairs.append([name, self.link.codec.encode(self.ns[name])])
                 except NotPlainData:
@@ -204,6 +207,15 @@ class TrustedNamespace:
         if pairs:
             out["set"] = pairs
         return out
+
+    def _may_rebind(self, value) -> bool:
+        """A rebinding reaches an answer's call when it is data, one of the answers' own
+        functions, or a function the tests' cells defined; never a callable the tests imported
+        (``from lreact.labchecks import reference`` in a test must not hand the answer that uses
+        the same name the course's reference implementation)."""
+        if isinstance(value, Answer) or not callable(value):
+            return True
+        return getattr(value, "__globals__", None) is self.ns
 
     def own_class(self, name: str):
         """A class the tests' own cells (set-up or test) bound to ``name``, else None: a value
@@ -272,6 +284,7 @@ class TrustedNamespace:
 
     def run_here(self, source: str, label: str) -> dict:
         out, err = Capped(OUTPUT_CAP), Capped(OUTPUT_CAP)
+        out.lreact_cell = err.lreact_cell = True   # the cell's own output: no answer text
         saved = sys.stdout, sys.stderr
         error = failed = None
         self.link.deadline = time.monotonic() + self.timeout

@@ -7,5 +7,7 @@
                    student text runs in formgrader
 - ``export``       the gradebook as Canvas, Moodle or plain CSV
 - ``release``      the student versions generated from ``solutions/``
+- ``lms_columns``  an LMS CSV's identity columns (``export --ids``, the class roster)
+- ``class_server`` one model for a class: a key per student, llama-server started with them
 - ``safecsv``, ``safetext``: cells no spreadsheet evaluates, names no terminal obeys
 """

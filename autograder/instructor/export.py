@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,17 +47,14 @@ from pathlib import Path
 from .. import paths
 from .grade import sheet
 from .gradebook import CourseGradebook
+from .lms_columns import ALIASES, FIELDS, KEYS  # noqa: F401 (ALIASES: API)
+from .lms_columns import field as _field
 from .safecsv import write as write_safe_csv
 from .safetext import shown
 
 FORMATS = ("canvas", "moodle", "csv")
 DEFAULT_OUT = {"canvas": "canvas-grades.csv", "moodle": "moodle-grades.csv",
                "csv": "plain-grades.csv"}
-FIELDS = ("name", "first_name", "last_name", "id", "sis_user_id", "sis_login_id", "section",
-          "email", "username", "idnumber")
-ALIASES = {"student": "name", "email_address": "email", "id_number": "idnumber",
-           "firstname": "first_name", "lastname": "last_name", "surname": "last_name"}
-KEYS = ("id", "sis_user_id", "sis_login_id", "email", "username", "idnumber")  # one person each
 CANVAS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE = (("First name", "first_name"), ("Last name", "last_name"), ("ID number", "idnumber"),
           ("Email address", "email"), ("Username", "username"))
@@ -119,11 +115,6 @@ def collect(root: Path = paths.ROOT, wanted=None) -> Sheet:
 
 
 # --- who is who ----------------------------------------------------------------------------
-
-def _field(header: str) -> str:
-    key = re.sub(r"[^a-z0-9]+", "_", header.strip().lower()).strip("_")
-    return ALIASES.get(key, key)
-
 
 def read_ids(path: Path) -> dict:
     """{submission name: {field: value}} from a mapping file (see the module docstring)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from urllib.parse import urlsplit
 
 # an input this short (in estimated tokens, 4 characters each) fits any context window an
@@ -118,6 +119,24 @@ def explain_status(status: int, text: str, *, base_url: str, model, features=Non
     return f"The engine at {base_url} refused the request with HTTP {status} {said}."
 
 
+# what the OpenAI-compatible backend sends when no key is set (local engines need none)
+NO_KEY = "not-needed"
+
+
+def explain_key(base_url: str, status: int, text: str = "", *, key_set: bool) -> str:
+    """The engine refused the request's API key (HTTP 401/403).  ``key_set``: whether
+    ``LREACT_API_KEY`` (or ``api_key=``) held one, or the placeholder ``NO_KEY`` went out.
+    A class server (``python -m autograder class-server``) gives each student a key."""
+    said = f"(server said: {text or 'nothing'})"
+    if key_set:
+        return (f"The server at {base_url} refused this key (HTTP {status}); ask your "
+                "instructor for yours and set LREACT_API_KEY to it (or, for a server you "
+                f"started, the key it was started with) {said}.")
+    return (f"The server at {base_url} wants an API key (HTTP {status}) and none is set: set "
+            "LREACT_API_KEY to the key your instructor gave you (or, for a server you started, "
+            f"the key it was started with) {said}.")
+
+
 def listening(base_url: str, timeout: float = 1.0) -> bool:
     """Whether anything accepts a TCP connection at ``base_url``'s host and port now."""
     parts = urlsplit(base_url)
@@ -129,11 +148,16 @@ def listening(base_url: str, timeout: float = 1.0) -> bool:
         return False
 
 
+DROP_SETTLE = 0.5   # seconds between two looks at a port after a dropped connection
+
+
 def explain_dropped(base_url: str, size: int) -> str:
     """The engine closed the connection before its answer: say which cause the evidence shows.
     ``size`` is the input's length in characters (about 4 per token)."""
     tokens = max(1, size // 4)
-    running = listening(base_url)
+    # a killed server's connections can close a moment before its listening socket (the kernel
+    # closes its files one by one, and still queues connections on an open one): look again
+    running = listening(base_url) and (time.sleep(DROP_SETTLE) or listening(base_url))
     if tokens >= SHORT_INPUT_TOKENS:
         return (f"The engine at {base_url} dropped the connection before answering. The input "
                 f"was about {tokens} tokens ({size} characters); if that is near or beyond the "

@@ -325,6 +325,11 @@ class OpenAICompatLLM:
             raise EngineError(
                 f"Cannot reach an OpenAI-compatible engine at {self.base_url}: {START_HINT}. "
                 "Then run this cell again.") from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
+            from .engine_errors import NO_KEY, explain_key  # 401/403: the key, in words
+
+            raise EngineError(explain_key(self.base_url, e.status_code, _error_text(e),
+                                          key_set=self.client.api_key != NO_KEY)) from None
         except openai.APIStatusError as e:
             raise EngineError(self._explain(e.status_code, _error_text(e), features)) from None
         except openai.OpenAIError as e:

@@ -4,7 +4,9 @@ Three questions, answered in plain words (``lreact.engines.setup`` holds the rep
 backends):
 
 1. Is it running? ``GET /v1/models``: connection refused means nothing listens; a connection
-   taken but not answered within ``timeout`` means it is there but busy or stuck.
+   taken but not answered within ``timeout`` means it is there but busy or stuck.  HTTP 401/403
+   means it answers but refused the key: ``LREACT_API_KEY`` holds a wrong one ("ask your
+   instructor for yours": a class server gives each student one) or none is set.
 2. Does it serve the model? The listed names, and for a name it does not list, the answer to the
    probe below: llama-server and llama-cpp-python's server serve their one model under any name,
    vLLM answers 404.
@@ -23,7 +25,7 @@ import time
 
 import httpx
 
-from .engine_errors import error_text_of, explain_dropped, explain_status
+from .engine_errors import NO_KEY, error_text_of, explain_dropped, explain_key, explain_status
 from .openai_compat import DEFAULT_BASE_URL, START_HINT, TOOL_FEATURES
 from .setup_report import FALLBACK_LINE, SetupReport
 
@@ -45,7 +47,7 @@ def check_openai(model, host, timeout):
     report = SetupReport(model=model or "", host=base, backend="openai")
     say = report.lines.append
     key = (os.environ.get("LREACT_API_KEY", "").strip()
-           or os.environ.get("OPENAI_API_KEY", "").strip() or "not-needed")
+           or os.environ.get("OPENAI_API_KEY", "").strip() or NO_KEY)
     with httpx.Client(headers={"Authorization": f"Bearer {key}"}) as http:
         try:
             listed = http.get(base + "/models", timeout=float(timeout))
@@ -67,9 +69,11 @@ def check_openai(model, host, timeout):
             return report
         data = _json(listed)
         entries = data.get("data") if isinstance(data, dict) else None
-        if listed.status_code in (401, 403):
-            say(f"✗ The engine at {base} wants an API key (HTTP {listed.status_code}): set "
-                "LREACT_API_KEY to the key it was started with.")
+        if listed.status_code in (401, 403):     # it answered: the key is what it refused
+            report.server = True
+            say(f"✓ The server at {base} answers.")
+            say("✗ " + explain_key(base, listed.status_code, error_text_of(_json(listed)),
+                                   key_set=key != NO_KEY))
             return report
         if listed.status_code != 200 or not isinstance(entries, list):
             say(f"✗ The server at {base} did not answer like an OpenAI-compatible engine (HTTP "
@@ -79,6 +83,8 @@ def check_openai(model, host, timeout):
             return report
         report.server = True
         say(f"✓ OpenAI-compatible engine at {base} is running.")
+        if key != NO_KEY:
+            say("✓ It accepts the API key in LREACT_API_KEY.")
         ids = [str(e["id"]) for e in entries if isinstance(e, dict) and e.get("id")]
         if model is None:
             if not ids:

@@ -115,9 +115,28 @@ def _ollama_rows(data: dict) -> list:
             for e in entries or []]
 
 
+def _field(item, name):
+    """``item[name]`` or ``item.name``: the openai client keeps fields it does not model as
+    plain dicts."""
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
 def _openai_rows(choice) -> list:
     lp = getattr(choice, "logprobs", None)
     tokens = getattr(lp, "tokens", None)
+    content = _field(lp, "content") if lp is not None and tokens is None else None
+    if isinstance(content, list):
+        # llama-server sends the chat-completions shape on /v1/completions as well:
+        # {"content": [{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}]}
+        rows = []
+        for entry in content:
+            logprob = _field(entry, "logprob")
+            if logprob is None or math.isinf(float(logprob)):
+                continue
+            top = [(_field(t, "token"), _field(t, "logprob"))
+                   for t in _field(entry, "top_logprobs") or []]
+            rows.append(_row(_field(entry, "token"), logprob, top))
+        return rows
     if tokens is None:
         raise LensUnavailable("This engine sent no logprobs on /v1/completions; llama-server, "
                               "vLLM and llama-cpp-python's server do (llama-cpp-python needs "

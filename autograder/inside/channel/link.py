@@ -220,12 +220,15 @@ class Link:
 
     @staticmethod
     def forward_output(m) -> None:
-        """What the answer printed during the call, written where this side prints now (a
-        test that captures ``sys.stdout`` sees it, as in one kernel)."""
+        """What the answer printed during the call, written where a test that captures
+        ``sys.stdout`` (or ``sys.stderr``) reads it, as in one kernel.  Not into the test cell's
+        own output (a stream marked ``lreact_cell``): what an answer prints while a hidden test
+        runs may carry that test's arguments, and the graded notebook keeps none of it
+        (autograder/README.md, "Feedback")."""
         import sys
         for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
             text = m.get(key)
-            if isinstance(text, str) and text:
+            if isinstance(text, str) and text and not getattr(stream, "lreact_cell", False):
                 stream.write(text)
 
     def _sync(self, lists: dict, synced) -> None:
