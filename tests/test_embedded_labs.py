@@ -49,8 +49,8 @@ def lab2():
     return _exec_cells(ROOT / "solutions/lecture-ReAct-lab2/lecture-ReAct-lab2.ipynb",
                        {"lab2-setup"},
                        ("paste_validate_tool_call", "paste_execute_tool_call", "paste_run_agent",
-                        "format_error", "repeat_count", "run_agent_hardened", "parse_react_step",
-                        "run_react_text"),
+                        "check_pairing", "format_error", "repeat_count", "split_reasoning",
+                        "run_agent_hardened", "parse_react_step", "run_react_text"),
                        # what Part D's setup cell imports (it also runs check_setup: not here)
                        prelude="from lreact.textreact import EXEMPLAR, STOP")
 
