@@ -609,6 +609,22 @@ def test_the_overview_states_the_figure_it_prints_and_the_core_path_fits_a_week(
         assert engine in text, engine
 
 
+def test_the_overview_says_truthfully_what_the_exercises_ask():
+    """Exercises 11 (a code action) and 13 (a tool schema) ask for code: the overview does not
+    call all 15 "on paper"."""
+    overview = nbformat.read(LECTURES / "lecture-ReAct.ipynb", as_version=4)
+    row = next(l for c in overview.cells for l in c.source.splitlines() if "(../exercises/" in l)
+    exercises = nbformat.read(ROOT / "solutions" / "lecture-ReAct-exercises" /
+                              "lecture-ReAct-exercises.ipynb", as_version=4)
+    n = sum(bool(re.match(r"### Exercise \d+:", c.source)) for c in exercises.cells)
+    assert f"{n} exercises" in row and "on paper" not in row
+    assert f"{n - 2} worked by hand, 2 in code (Exercises 11 and 13)" in row
+    for number, asked in (("ex11", "code_action"), ("ex13", "currency_tool")):
+        answer = next(c.source for c in exercises.cells if c.id.startswith(number) and
+                      c.metadata.get("nbgrader", {}).get("solution"))
+        assert asked in answer
+
+
 def test_the_lecture_is_at_most_about_ten_thousand_words():
     """The four parts and the overview together at most about 10,000 words of prose, the overview
     at most about 800 (links, objectives, plan, time); the references live in references.md."""
