@@ -100,6 +100,24 @@ def test_exercise_6_asks_for_the_order_of_this_courses_convention(nb):
     assert any(e.grade_id == "ex06_order" for e in answers.right_entries(ASSIGNMENT))
 
 
+
+def test_exercise_12a_and_14_say_exactly_what_is_counted(nb):
+    """A literal reading has one right answer: 12(a) counts every call in full (no truncation,
+    which (b) and Part IV are about), and Exercise 14 counts only the three checks before a tool
+    runs, so a call the tool itself fails on (c6, Atlantis) scores 0."""
+    q12 = " ".join(next(c.source for c in nb.cells if c.id == "ex12_question").split())
+    assert "as if the window were unlimited and nothing were truncated" in q12
+    assert "the calls of turns 1 to 10" in q12
+    q14 = " ".join(next(c.source for c in nb.cells if c.id == "ex14_question").split())
+    assert "first of these three checks" in q14 and "whatever the tool then returns" in q14
+    assert "compares the arguments with the schema only" in q14
+    ns = {}
+    exec(next(c.source for c in nb.cells if c.id == "ex12_context_budget"), ns)  # noqa: S102
+    exec(next(c.source for c in nb.cells if c.id == "ex14_validation"), ns)  # noqa: S102
+    assert ns["total_tokens_sent"] == sum(1200 + 400 * n for n in range(1, 11))
+    assert ns["first_failed_check"]["c6"] == 0
+
+
 def test_at_least_twelve_exercises_over_both_parts(nb):
     questions = [c for c in nb.cells if c.id.endswith("_question")]
     assert len(questions) >= 12

@@ -157,6 +157,66 @@ def test_optional_b5_b6_are_graded_in_lab_2():
         assert ("lab 2, D.3" if gid == "calculate" else "lab 2, C.0") in intro, gid
 
 
+
+def test_check_pairing_is_described_the_same_way_everywhere():
+    """Part IV, lab 1 (title, B.5) and lab 2 (C.0) agree: optional in lab 1, B.5; graded in lab 2, C.0."""
+    part4 = nbformat.read(ROOT / "lectures" / "lecture-ReAct-4-messages.ipynb", as_version=4)
+    said = " ".join(" ".join(c.source.split()) for c in part4.cells if "check_pairing" in c.source
+                    and c.cell_type == "markdown")
+    assert "optional in lab 1, B.5" in said and "graded in lab 2, C.0" in said
+    assert "which you write in lab 2" not in said
+    cells = {c.id: " ".join(c.source.split()) for c in _nb().cells}
+    assert "B.5 and B.6 are optional here; lab 2 grades them" in cells["title"]
+    assert "optional here: graded in lab 2" in cells["pairing-intro"] and "lab 2, C.0" in cells["pairing-intro"]
+    lab2 = nbformat.read(ROOT / "solutions" / "lecture-ReAct-lab2" / "lecture-ReAct-lab2.ipynb",
+                         as_version=4)
+    assert "the first lab's B.5, graded here" in next(c.source for c in lab2.cells
+                                                       if c.id == "c-pairing-task")
+
+
+def _stub(name):
+    def stub(*args, **kwargs):
+        raise NotImplementedError(f"{name}: write this function (see the task above)")
+    return stub
+
+
+@pytest.mark.parametrize("stubs, said, unsaid", [
+    ((), ["pairing: ok"] * 3, ["write", "not checked", "not written"]),
+    (("check_pairing",), ["pairing: not checked (check_pairing, the optional B.5, is not written)"] * 3,
+     ["run_agent", "cannot run"]),
+    (("render_chatml",), ["pairing: ok", "render_chatml (the optional B.6) is not written"],
+     ["cannot run"]),
+    (("run_agent", "check_pairing"), ["The loop cannot run yet: write run_agent first."],
+     ["check_pairing", "pairing:"]),
+    (("execute_tool_call",), ["The loop cannot run yet: write execute_tool_call first."],
+     ["check_pairing", "run_agent first"]),
+])
+def test_b7_says_only_what_is_missing(stubs, said, unsaid):
+    """B.7 once said "Write run_agent (and the functions it uses) and check_pairing first" when
+    only the optional check_pairing was missing: each message now names the stub that raised."""
+    from types import SimpleNamespace
+    nb = _nb()
+    cells = {c.id: c.source for c in nb.cells}
+    keep = {"setup", "registry", "system-prompt"}
+    ns: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for cell in nb.cells:
+            if cell.cell_type == "code" and (cell.id in keep or _meta(cell).get("solution")):
+                exec(compile(cell.source, cell.id, "exec"), ns)
+        ns["check_setup"] = lambda timeout=2: SimpleNamespace(ok=False)   # scripted models
+        ns.update({name: _stub(name) for name in stubs})                   # as released
+        out.seek(0)
+        out.truncate(0)
+        for cid in ("live-setup", "full-loop", "final-context"):
+            exec(compile(cells[cid], cid, "exec"), ns)
+    text = out.getvalue()
+    for words in said:
+        assert text.count(words) >= said.count(words), (words, text)
+    for words in unsaid:
+        assert words not in text, (words, text)
+
+
 def test_closing_note_states_the_points_per_part():
     nb = _nb()
     cells = nb.cells

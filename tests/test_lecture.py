@@ -583,8 +583,8 @@ def test_every_task_of_the_unit_is_timed():
 
 def test_the_overview_states_the_figure_it_prints_and_the_core_path_fits_a_week():
     """The week's issue §1: the core path, set-up and model waiting included, at most 10 h for
-    a median student; the overview's sentence gives the figure its cell prints (to the half
-    hour), and the counts of model cells it states are computed from the code."""
+    a median student; the overview's sentence gives the figure its cell prints (the median, to
+    one decimal, from the same estimator), and the counts of model cells it states are computed from the code."""
     from lreact.views import workload
     core = workload.path_minutes(ROOT)
     assert workload.median_hours(core) <= 10.0, workload.hours(core)
@@ -594,9 +594,9 @@ def test_the_overview_states_the_figure_it_prints_and_the_core_path_fits_a_week(
     assert sum(sum(workload.estimate(ROOT / n, k).waiting) for n, k in workload.CORE_PATH) > 0
     overview = nbformat.read(LECTURES / "lecture-ReAct.ipynb", as_version=4)
     text = " ".join(" ".join(c.source for c in overview.cells if c.cell_type == "markdown").split())
-    stated = re.search(r"about (\d+(?:\.5)?) h for a median student, set-up and model waiting included", text)
-    assert stated, "the overview states the core path's time"
-    assert float(stated.group(1)) == round(workload.median_hours(core) * 2) / 2
+    stated = re.search(r"about (\d+\.\d) h for a median student, set-up and model waiting included", text)
+    assert stated, "the overview states the core path's time, to one decimal as the cell prints it"
+    assert float(stated.group(1)) == workload.median_hours(core), workload.median_hours(core)
     cell = next(c.source for c in overview.cells if c.id == "time-estimates")
     assert "path_minutes" in cell and "median_hours" in cell and "SETUP_MINUTES" in cell
     words = {n: w for n, w in enumerate(["no", "one", "two", "three", "four", "five", "six",
@@ -607,6 +607,23 @@ def test_the_overview_states_the_figure_it_prints_and_the_core_path_fits_a_week(
     for engine in ("embedded engine", "the default when no server answers", "Ollama",
                    "OpenAI-compatible"):
         assert engine in text, engine
+
+
+
+def test_the_overview_says_truthfully_what_the_exercises_ask():
+    """Exercises 11 (a code action) and 13 (a tool schema) ask for code: the overview does not
+    call all 15 "on paper"."""
+    overview = nbformat.read(LECTURES / "lecture-ReAct.ipynb", as_version=4)
+    row = next(l for c in overview.cells for l in c.source.splitlines() if "(../exercises/" in l)
+    exercises = nbformat.read(ROOT / "solutions" / "lecture-ReAct-exercises" /
+                              "lecture-ReAct-exercises.ipynb", as_version=4)
+    n = sum(bool(re.match(r"### Exercise \d+:", c.source)) for c in exercises.cells)
+    assert f"{n} exercises" in row and "on paper" not in row
+    assert f"{n - 2} worked by hand, 2 in code (Exercises 11 and 13)" in row
+    for number, asked in (("ex11", "code_action"), ("ex13", "currency_tool")):
+        answer = next(c.source for c in exercises.cells if c.id.startswith(number) and
+                      c.metadata.get("nbgrader", {}).get("solution"))
+        assert asked in answer
 
 
 def test_the_lecture_is_at_most_about_ten_thousand_words():

@@ -42,8 +42,9 @@ DEFAULT_WAIT = (0.5, 2)
 # every task, timed (minutes, faster and slower median student), by notebook and grade_id
 TASK_MINUTES = {
     "lecture-ReAct-exercises": {
-        "ex01_softmax": (8, 12), "ex02_softmax_proof": (5, 10), "ex03_temperature": (10, 15),
-        "ex04_truncation": (10, 15), "ex05_nucleus_flat": (6, 10), "ex06_order": (8, 14),
+        # ex02: a proof guided in three short steps; ex06: the square roots given, no extra comparison
+        "ex01_softmax": (8, 12), "ex02_softmax_proof": (3, 6), "ex03_temperature": (10, 15),
+        "ex04_truncation": (10, 15), "ex05_nucleus_flat": (6, 10), "ex06_order": (6, 11),
         "ex07_constrained": (6, 10), "ex08_prompt_vs_mask": (5, 8), "ex09_cot_or_react": (4, 8),
         "ex10_trajectory": (8, 12), "ex11_code_action": (10, 15),
         "ex12_context_budget": (8, 12), "ex13_tool_schema": (10, 15), "ex14_validation": (8, 12),
