@@ -679,7 +679,68 @@ def test_the_course_reference_is_no_answer_while_grading(tmp_path, answer):
     said = r.errors["test_softmax"] + "".join(
         str(o.get("evalue", "")) for c in r.executed.cells if c.get("id") == "softmax"
         for o in c.get("outputs", []))
-    assert "reference" in said and "write your own" in said   # the student is told why
+    assert ("reference" in said and "write your own" in said) or \
+        "only code an answer shows" in said                      # the student is told why
+
+
+def _blob() -> str:
+    """A right softmax's compiled code as base64: what a student can read back from the student
+    edition's compiled modules (outside red team, issue 28)."""
+    import base64
+    import marshal
+    source = ("def softmax(z):\n    import numpy as np\n"
+              "    e = np.exp(np.asarray(z, dtype=float) - np.max(z))\n    return e / e.sum()\n")
+    code = next(c for c in compile(source, "x", "exec").co_consts if hasattr(c, "co_code"))
+    return base64.b64encode(marshal.dumps(code)).decode()
+
+
+HIDDEN_CODE = {
+    "marshal": ("import base64, marshal, types\n"
+                "softmax = types.FunctionType(marshal.loads(base64.b64decode(BLOB)), globals())\n"),
+    "code object": ("import base64, marshal, types\n"
+                    "def softmax(z):\n    raise NotImplementedError\n"
+                    "softmax.__code__ = marshal.loads(base64.b64decode(BLOB))\n"),
+    "a .pyc file": ("import base64, importlib.util, sys, pathlib\n"
+                    "p = pathlib.Path('m.pyc')\n"
+                    "p.write_bytes(importlib.util.MAGIC_NUMBER + bytes(12) + base64.b64decode(BLOB))\n"
+                    "spec = importlib.util.spec_from_file_location('m', p)\n"
+                    "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+                    "softmax = m.softmax\n"),
+    "another python": ("import json, subprocess, sys\n"
+                       "def softmax(z):\n"
+                       "    prog = ('import base64, marshal, json, sys, types; '\n"
+                       "            'f = types.FunctionType(marshal.loads(base64.b64decode(sys.argv[1])), {}); '\n"
+                       "            'print(json.dumps(list(f(json.loads(sys.argv[2])))))')\n"
+                       "    return json.loads(subprocess.check_output([sys.executable, '-c', prog, BLOB, json.dumps(list(z))]))\n"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", list(HIDDEN_CODE.values()), ids=list(HIDDEN_CODE))
+def test_code_an_answer_does_not_show_never_runs_while_grading(tmp_path, answer):
+    """The plain routes from a blob of compiled code to a running function are refused in the
+    student process (autograder/inside/guard.py), saying why; the instructor's side flags the
+    answer (tests/test_hidden_code.py)."""
+    source = _mini_source(tmp_path)
+    answer = f"BLOB = {_blob()!r}\n" + answer
+    r = _grade_mini(source, "softmax", answer)
+    assert r.scores["test_softmax"] == (0.0, 2.0)
+    said = r.errors["test_softmax"] + "".join(
+        str(o.get("evalue", "")) + str(o.get("text", "")) for c in r.executed.cells
+        if c.get("id") == "softmax" for o in c.get("outputs", []))
+    assert "only code an answer shows" in said, said
+
+
+@pytest.mark.slow
+def test_the_blob_route_is_real_without_the_guard():
+    """Control: the same blob gives a right softmax in a plain Python (the guard is what
+    refuses it, not a broken blob)."""
+    import base64
+    import marshal
+    import types
+    import builtins
+    f = types.FunctionType(marshal.loads(base64.b64decode(_blob())), {"__builtins__": builtins})
+    assert abs(sum(f([1.0, 2.0, 0.5])) - 1.0) < 1e-12
 
 
 def test_reference_is_a_private_copy_that_works_outside_a_kernel():

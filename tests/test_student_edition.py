@@ -132,7 +132,8 @@ def test_visible_tests_fail_on_the_stubs_and_pass_on_the_model_answers(edition):
 
 def test_an_answer_that_copies_a_reference_is_flagged_never_zeroed(tmp_path):
     """Belt and braces: the model answer of top_p_filter with renamed variables, and the course's
-    softmax pasted in, are flagged in the CSV's reason and the summary; the scores stay."""
+    softmax pasted in, are flagged in the CSV's reason and the summary; the scores stay.  A
+    function brought in as compiled code is refused while grading and flagged."""
     import csv
     import inspect
 
@@ -146,6 +147,15 @@ def test_an_answer_that_copies_a_reference_is_flagged_never_zeroed(tmp_path):
     softmax = next(c for c in nb.cells if cells.grade_id(c) == "softmax")
     ref = inspect.getsource(sampling.softmax.__wrapped__).replace("@reference_implementation\n", "")
     softmax.source = ref.replace("z", "logits_in")
+    # a right temperature_softmax brought in as compiled code (outside red team, issue 28)
+    import base64
+    import marshal
+    code = compile("def temperature_softmax(z, T, *, softmax_fn=None):\n    import numpy as np\n"
+                   "    z = np.asarray(z, dtype=float) / T\n    e = np.exp(z - z.max())\n"
+                   "    return e / e.sum()\n", "x", "exec")
+    blob = base64.b64encode(marshal.dumps(code)).decode()
+    hidden = next(c for c in nb.cells if cells.grade_id(c) == "temperature_softmax")
+    hidden.source = f"import base64, marshal\nexec(marshal.loads(base64.b64decode({blob!r})))\n"
     dest = tmp_path / "subs" / "ann" / "lecture-ReAct-lab"
     dest.mkdir(parents=True)
     nbformat.write(nb, str(dest / "lecture-ReAct-lab.ipynb"))
@@ -156,3 +166,7 @@ def test_an_answer_that_copies_a_reference_is_flagged_never_zeroed(tmp_path):
     row = list(csv.DictReader((tmp_path / "grades.csv").open()))[0]
     assert "looks copied: softmax, top_p_filter" in row["reason"]
     assert r["total"] > 0                               # flagged, not zeroed
+    assert list(r["hidden_code"]) == ["temperature_softmax"], r.get("hidden_code")
+    assert "brings code it does not show: temperature_softmax" in row["reason"]
+    lost = {k: v for k, v in r["scores"].items() if k.startswith("test_temperature_softmax")}
+    assert lost and all(got == 0 for got, _ in lost.values()), lost    # refused while grading

@@ -7,6 +7,7 @@ nothing of the rest of ``autograder`` (it is a program of its own), only ``lreac
 - ``runner``            the entry point of a sandboxed grading process
 - ``student``           the student process: ``StudentNamespace`` runs the answer cells and
                         answers the trusted process's requests
+- ``guard``             the student process's audit hook: only code an answer shows runs
 - ``trusted``           the trusted process: one job after another, each in a forked child
                         (``serve``, ``run_job``), code actions sent to the grader, and what a
                         job left behind (``Leftovers``)

@@ -33,6 +33,7 @@ from .channel.link import (
     _mutable,
     is_mirror,
 )
+from . import guard
 from .output import OUTPUT_CAP, Capped
 
 HIDDEN_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
@@ -313,6 +314,7 @@ def main(rfd: int, wfd: int, interrupt_fd: int | None = None) -> int:
     os.chdir(job.get("cwd") or ".")
     interrupts = Interrupts(interrupt_fd)
     answers = StudentNamespace(job.get("cells", {}), interrupts)
+    guard.install()             # from here on, only code the notebook shows runs (guard.py)
     link = StudentLink(Pipe(rfd, wfd), "S", answers.handle)
     link.interrupts = interrupts
     answers.link = link

@@ -3,6 +3,7 @@
 - ``submissions``  folders, zips, several uploads of one student; ``lms``: whose upload it is
 - ``grade``        the class: grade each submission (or take it from the cache), the CSV
 - ``reasons``      the CSV's ``reason`` column, and which rows were not graded
+- ``hidden_code``  answers that bring code they do not show (a flag beside ``looks copied``)
 - ``gradebook``    nbgrader's gradebook and formgrader's notebooks; ``formgrade_inert``: no
                    student text runs in formgrader
 - ``export``       the gradebook as Canvas, Moodle or plain CSV

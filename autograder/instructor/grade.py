@@ -42,6 +42,7 @@ from ..cells import grade_id, is_answer, is_autograded_test, is_manual, load, po
 from ..run import engine
 from ..run.pool import in_pool
 from ..sandbox.launch import describe
+from . import hidden_code
 from .gradebook import CourseGradebook
 from .reasons import duplicate_reason, reason_of
 from .reasons import graded as was_graded
@@ -177,7 +178,8 @@ def grade_one(sub: Submission, source: Path | None, options: str, cache_dir: Pat
 
 def flag_copies(record: dict, sub: Submission, source: Path | None) -> dict:
     """``record["copied"]``: answers that hold a reference implementation's or the model
-    answer's code, variables renamed or not (``proofs.edition_leaks.copied_answers``): a flag
+    answer's code, variables renamed or not (``proofs.edition_leaks.copied_answers``), and
+    ``record["hidden_code"]``: answers that bring code they do not show (``hidden_code``): flags
     for the instructor in ``reason`` and the summary; the scores stay what the tests gave."""
     from ..proofs.edition_leaks import copied_answers
     if source is None or sub.notebook is None or not was_graded(record):
@@ -191,11 +193,18 @@ def flag_copies(record: dict, sub: Submission, source: Path | None) -> dict:
     try:
         found = copied_answers(answers, Path(source).parent.parent.parent)
     except Exception:  # noqa: BLE001 - a flag, never a reason to stop grading
-        return record
+        found = {}
+    hidden = {gid: what for gid, what in ((g, hidden_code.findings(s))
+                                          for g, s in answers.items()) if what}
+    notes = []
     if found:
         record["copied"] = found
-        note = "looks copied: " + ", ".join(sorted(found))
-        record["reason"] = "; ".join(p for p in (record.get("reason"), note) if p)
+        notes.append("looks copied: " + ", ".join(sorted(found)))
+    if hidden:
+        record["hidden_code"] = hidden
+        notes.append("brings code it does not show: " + ", ".join(sorted(hidden)))
+    if notes:
+        record["reason"] = "; ".join(p for p in (record.get("reason"), *notes) if p)
     return record
 
 
@@ -399,6 +408,16 @@ def summary(records, failures) -> str:
                      "scores are what the tests gave, the judgement is yours:")
         for r in copied:
             for gid, what in sorted(r["copied"].items()):
+                lines.append(f"  {_who(r)}: {shown(gid)} holds {shown('; '.join(what))}")
+    hiding = [r for r in records if r.get("hidden_code")]
+    if hiding:
+        lines.append(f"{len(hiding)} submission(s) whose answers bring code they do not show "
+                     "(compiled code as data, code objects, ctypes, other programs, encoded "
+                     "payloads: the student edition's compiled modules can be read back); while "
+                     "grading, the plain routes were refused; their scores are what the tests "
+                     "gave, the judgement is yours:")
+        for r in hiding:
+            for gid, what in sorted(r["hidden_code"].items()):
                 lines.append(f"  {_who(r)}: {shown(gid)} holds {shown('; '.join(what))}")
     several = [r for r in records if r.get("duplicates")]
     if several:
