@@ -43,6 +43,15 @@ def test_it_holds_nothing_that_gives_an_answer_away(edition):
     assert not (edition / "lreact" / "sampling.py").exists()
 
 
+def test_near_copies_of_answers_ship_compiled(edition):
+    """The tester's finding: lreact functions close to lab 1's answers (not reference
+    implementations) were shipped as source; they are marked ``@near_copy_of`` and their modules
+    ship compiled, as the reference implementations' do."""
+    for module in ("views/tool_call_rates", "actions/mcp_server", "engines/engine_text", "traces"):
+        assert (edition / "lreact" / f"{module}.pyc").exists(), module
+        assert not (edition / "lreact" / f"{module}.py").exists(), module
+
+
 def test_a_leak_is_found_and_named(edition, tmp_path):
     """The search itself: a model answer pasted into a lecture notebook, with its variables
     renamed, and a hidden test's line in a README."""

@@ -7,9 +7,10 @@ What it writes to ``OUT`` (a new or empty folder):
   student versions, checked current first, as ``release --check`` does);
 - ``lreact/``: the package the notebooks import; every module that holds a reference
   implementation (a function a graded task asks students to write, ``@reference_implementation``)
-  is compiled for this Python and shipped without its source (``lreact/<module>.pyc``), so the
-  lecture's views and the engines that need that code work and the code does not give the task
-  away (the README of the edition says so, and why);
+  or a near copy of a graded answer (``@near_copy_of``, ``lreact/reference.py``) is compiled for
+  this Python and shipped without its source (``lreact/<module>.pyc``), so the lecture's views
+  and the engines that need that code work and the code does not give the task away (the README
+  of the edition says so, and why);
 - the set-up: ``README.md``, ``Makefile``, ``tests/`` (the edition's own "does it run here"
   tests) from ``student_edition/``; ``requirements.txt``, ``environment.yml`` and ``binder/``
   without the grader's own dependencies; ``pyproject.toml``; ``jupyter-config/student/``.
@@ -85,7 +86,7 @@ def _package(src: Path, dest: Path) -> None:
             continue
         target = dest / f.relative_to(src)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if f.suffix == ".py" and holds_reference(f):
+        if f.suffix == ".py" and ships_compiled(f):
             py_compile.compile(str(f), cfile=str(target.with_suffix(".pyc")), doraise=True,
                                dfile=f"lreact/{f.relative_to(src).as_posix()}",
                                invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
@@ -93,13 +94,17 @@ def _package(src: Path, dest: Path) -> None:
             shutil.copy(f, target)
 
 
-def holds_reference(path: Path) -> bool:
-    """Whether the module at ``path`` defines a function decorated ``@reference_implementation``."""
+COMPILED_MARKS = ("reference_implementation", "near_copy_of")
+
+
+def ships_compiled(path: Path) -> bool:
+    """Whether the module at ``path`` defines a function decorated ``@reference_implementation``
+    or ``@near_copy_of(...)``: the edition ships it compiled, without source."""
     import ast
+
+    from lreact.reference import marked
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-        "reference_implementation" in ast.unparse(d) for d in n.decorator_list)
-        for n in ast.walk(tree))
+    return any(marked(n, *COMPILED_MARKS) for n in ast.walk(tree))
 
 
 def _requirements(root: Path, out: Path) -> None:
