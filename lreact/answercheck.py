@@ -1,5 +1,6 @@
 """The visible checks of the pen-and-paper exercises (``exercises/lecture-ReAct-exercises.ipynb``):
-every answer's form, and for numbers only, whether the answer is right.
+every answer's form and, where the answer's space holds 10**6 candidates or more (here: the
+distributions of Exercises 1 and 5(a)), whether the answer is right.
 
 What a visible check may say depends on the size of the answer's space:
 
@@ -19,9 +20,9 @@ candidate is a value that the check confirms, so a smaller space is searched by 
 core, more than doing the exercise).  The candidates (``candidates``):
 
 - a number within a tolerance (``close``): the cells of the key's width (twice the tolerance)
-  over the form's range, to the power of the entries (a probability at tolerance 0.002: 250
-  cells; one number never reaches 10**6 unless its range holds 10**6 cells, a ratio in
-  [0, 1000] at 0.005 has 100,000);
+  over the form's range, to the power of the entries (one number reaches 10**6 only with 10**6
+  cells in its range: a probability at tolerance 0.002 has 250, a ratio in [0, 1000] at 0.005
+  has 100,000);
 - a distribution (``prob``, from ``probability_form``): only the cell vectors that add up to 1
   count (the simplex), and a search tries few non-zero entries first, so the count stops at the
   answer's own number of non-zero entries: 3 probabilities at 0.002 give 31,626, 4 give
@@ -43,9 +44,9 @@ labels) in one try.
 
 Keys: ``close TOL LO HI N DIGEST`` and, for a distribution, ``prob TOL N DIGEST`` (the cells
 ``floor(x / (2 TOL))`` of the N entries, a cell as wide as twice the hidden test's tolerance, so
-a key gives away at most an interval of that width); the check tries, per entry, the answer's cell and the neighbour nearer to the answer, so
-it accepts every answer the hidden test accepts (``|x - e| <= TOL``) and none ``3 TOL`` or more
-away.  ``int LO HI DIGEST`` and ``set COUNT DIGEST``: one digest of the whole number or of the
+a key gives away at most an interval of that width); the check tries, per entry, the answer's
+cell and the neighbour nearer to the answer, so it accepts every answer the hidden test accepts
+(``|x - e| <= TOL``) and none ``3 TOL`` or more away.  ``int LO HI DIGEST`` and ``set COUNT DIGEST``: one digest of the whole number or of the
 sorted distinct strings.  Each digest is PBKDF2-HMAC-SHA256 (``hashlib.pbkdf2_hmac``) salted with
 the answer's name, ``ITERATIONS`` rounds (2 to 4 ms on one core of the course's 2-core test
 machine; a vector of n entries costs at most 2**n of them).  The salt and the method are public:
