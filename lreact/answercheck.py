@@ -1,5 +1,6 @@
 """The visible checks of the pen-and-paper exercises (``exercises/lecture-ReAct-exercises.ipynb``):
-every answer's form, and for numbers only, whether the answer is right.
+every answer's form and, where the answer's space holds 10**6 candidates or more (here: the
+distributions of Exercises 1 and 5(a)), whether the answer is right.
 
 What a visible check may say depends on the size of the answer's space:
 
@@ -12,30 +13,40 @@ What a visible check may say depends on the size of the answer's space:
   assertions expect (``lreact.checks.assert_close / assert_int_equal / assert_same_set``, run on
   the solutions), never typed by hand.
 
-The threshold (``MIN_CELLS``, ``MIN_VALUES``).  A key is written, and checked, only for
-- a number within a tolerance (``close``) whose form's range holds at least ``MIN_CELLS`` = 100
-  cells of the key's width (twice the tolerance) per entry: a probability at tolerance 0.002 has
-  250, a ratio in [0, 1000] at 0.005 has 100,000.  A number must be worked out, not chosen; with
-  fewer cells it is a choice among a few written as a number (a probability to 1 decimal at
-  tolerance 0.05: 10 cells);
-- an exact answer (``int``, ``set``: a label, a set of labels, a whole number, an ordered list)
-  whose form holds at least ``MIN_VALUES`` = 10**6 values.  Each value is a candidate that the
-  check confirms exactly, and a partly right answer leaves only a few (its neighbours), so a
-  student finds the key in a few tries; enumerating 10**6 costs a program 10**6 digests of
-  ``ITERATIONS`` rounds (about an hour of one core), more than doing the exercise.  No exact answer
-  of these exercises comes near (the largest, ``context_c3``: 986,410 ordered lists).
-``key_close``, ``key_int``, ``key_set`` and ``check`` raise ``SmallAnswerSpace`` naming the item
-below the threshold, so a small space cannot get a key, in the source or the student version.
+The threshold (``MIN_VALUES`` = 10**6).  A key is written, and checked, only when the whole
+answer's space holds at least ``MIN_VALUES`` candidates, whatever the answer's kind: each
+candidate is a value that the check confirms, so a smaller space is searched by trying values
+(digests of ``ITERATIONS`` rounds, 2 to 4 ms each: 10**6 of them cost about an hour of one
+core, more than doing the exercise).  The candidates (``candidates``):
+
+- a number within a tolerance (``close``): the cells of the key's width (twice the tolerance)
+  over the form's range, to the power of the entries (one number reaches 10**6 only with 10**6
+  cells in its range: a probability at tolerance 0.002 has 250, a ratio in [0, 1000] at 0.005
+  has 100,000);
+- a distribution (``prob``, from ``probability_form``): only the cell vectors that add up to 1
+  count (the simplex), and a search tries few non-zero entries first, so the count stops at the
+  answer's own number of non-zero entries: 3 probabilities at 0.002 give 31,626, 4 give
+  2,667,126, 5 with 2 non-zero (a top-2 distribution) give 2,495.  Counted conservatively (the
+  cells of entries worked out to the tolerance add up to 1 only within a few cells, which the
+  count leaves out);
+- an exact answer (``int``, ``set``: a label, a set of labels, a whole number, an ordered list):
+  the values of its form; a partly right answer leaves only a few (its neighbours).  No exact
+  answer of these exercises comes near (the largest, ``context_c3``: 986,410 ordered lists).
+
+Below the threshold the visible check says the form only.  ``key_close``, ``key_probability``,
+``key_int``, ``key_set`` and ``check`` raise ``SmallAnswerSpace`` naming the item below the
+threshold, so a small space cannot get a key, in the source or the student version (a key read
+back, by ``check``, is counted with all its entries non-zero: the most its text allows).
 
 A vector is judged as a whole: one digest of all its entries, one verdict.  Entry by entry, a
 vector with removed tokens would answer "is this entry 0?" (which tokens are kept: a set of
 labels) in one try.
 
-Keys: ``close TOL LO HI N DIGEST`` (the cells ``floor(x / (2 TOL))`` of the N entries, a cell as
-wide as twice the hidden test's tolerance, so a key gives away at most an interval of that
-width); the check tries, per entry, the answer's cell and the neighbour nearer to the answer, so
-it accepts every answer the hidden test accepts (``|x - e| <= TOL``) and none ``3 TOL`` or more
-away.  ``int LO HI DIGEST`` and ``set COUNT DIGEST``: one digest of the whole number or of the
+Keys: ``close TOL LO HI N DIGEST`` and, for a distribution, ``prob TOL N DIGEST`` (the cells
+``floor(x / (2 TOL))`` of the N entries, a cell as wide as twice the hidden test's tolerance, so
+a key gives away at most an interval of that width); the check tries, per entry, the answer's
+cell and the neighbour nearer to the answer, so it accepts every answer the hidden test accepts
+(``|x - e| <= TOL``) and none ``3 TOL`` or more away.  ``int LO HI DIGEST`` and ``set COUNT DIGEST``: one digest of the whole number or of the
 sorted distinct strings.  Each digest is PBKDF2-HMAC-SHA256 (``hashlib.pbkdf2_hmac``) salted with
 the answer's name, ``ITERATIONS`` rounds (2 to 4 ms on one core of the course's 2-core test
 machine; a vector of n entries costs at most 2**n of them).  The salt and the method are public:
@@ -61,12 +72,12 @@ from .checks import as_float, as_float_list, as_int, as_str_set, fail
 SALT = "lreact-exercises/answer-key/v3"
 ITERATIONS = 10_000  # PBKDF2 rounds per digest (a search pays them per guess)
 DIGEST_CHARS = 12    # 48 bits: a wrong answer matches by chance with probability ~1e-14 per try
-MIN_CELLS = 100      # a number: cells of the key's width per entry over the form's range
-MIN_VALUES = 10**6   # an exact answer: values of its form
+MIN_VALUES = 10**6   # candidates of the whole answer (a number's cells, an exact answer's values)
 KEY_BLOCK = re.compile(r"^_key = \{.*?^\}\n", re.S | re.M)
 KEY_HEADER = ("_key = {  # answer key for practice, made from the hidden tests by "
               "`python -m lreact.answercheck`")
 VARIANT = re.compile(r"^# answer key also for: (\w+) = (.+)$", re.M)
+READINGS = re.compile(r"^# each reading: (\w+) in (.+)$", re.M)   # every value, none first
 
 
 class SmallAnswerSpace(ValueError):
@@ -114,6 +125,17 @@ def cells(lo: float, hi: float, tol: float) -> int:
     return math.floor(round((hi - lo) / (2 * tol), 6))
 
 
+def candidates(n: int, per_entry: int, *, simplex: bool = False, nonzero: int | None = None) -> int:
+    """The answers of ``n`` entries of ``per_entry`` cells each that a check tells apart, with at
+    most ``nonzero`` entries off the first cell (default: all ``n``).  ``simplex``: a distribution,
+    only the cell vectors that add up to the ``per_entry`` cells of [0, 1] (a conservative count:
+    worked-out entries add up to 1 only within a few cells)."""
+    m = n if nonzero is None else nonzero
+    if simplex:   # j non-zero entries: which j, then j positive cells adding up to per_entry
+        return sum(math.comb(n, j) * math.comb(per_entry - 1, j - 1) for j in range(1, m + 1))
+    return sum(math.comb(n, j) * (per_entry - 1) ** j for j in range(m + 1))
+
+
 def probability_form(value, n: int, *, name: str, hint: str = "", tol: float) -> list:
     """``value`` as ``n`` finite floats that form a distribution as far as an answer within
     ``tol`` per entry can: no entry below ``-tol``, the sum within ``n * tol`` of 1."""
@@ -130,7 +152,7 @@ def probability_form(value, n: int, *, name: str, hint: str = "", tol: float) ->
     if abs(total - 1.0) > n * tol:
         fail(f"{name} sums to {total:.4f}: a distribution sums to 1 (here within "
               f"{n * tol:g}, {n} entries each within {tol:g})", hint)
-    _declare(name, kind="real", lo=0.0, hi=1.0, n=n)
+    _declare(name, kind="real", lo=0.0, hi=1.0, n=n, simplex=True)
     return values
 
 
@@ -207,14 +229,31 @@ def _token(cell_numbers) -> str:
     return " ".join(str(c) for c in cell_numbers)
 
 
+def _nonzero(values, tol: float, lo: float) -> int:
+    return sum(_cell(v, tol) != _cell(lo, tol) for v in values)
+
+
 def key_close(name: str, expected, tol: float, lo: float, hi: float) -> str:
     tol, lo, hi = float(tol), float(lo), float(hi)
-    per_entry = cells(lo, hi, tol)
-    if per_entry < MIN_CELLS:
-        _refuse(name, f"cells of width {2 * tol:g} per entry", per_entry, MIN_CELLS)
     values = [float(v) for v in as_float_list(expected, name)]
+    count = candidates(len(values), cells(lo, hi, tol), nonzero=_nonzero(values, tol, lo))
+    if count < MIN_VALUES:
+        _refuse(name, f"values (cells of width {2 * tol:g}, {len(values)} entries)", count,
+                MIN_VALUES)
     return (f"close {tol!r} {lo!r} {hi!r} {len(values)} "
             f"{digest(name, 0, _token(_cell(v, tol) for v in values))}")
+
+
+def key_probability(name: str, expected, tol: float) -> str:
+    """A distribution's key: as ``key_close`` over [0, 1], its space counted on the simplex."""
+    tol = float(tol)
+    values = [float(v) for v in as_float_list(expected, name)]
+    count = candidates(len(values), cells(0.0, 1.0, tol), simplex=True,
+                       nonzero=_nonzero(values, tol, 0.0))
+    if count < MIN_VALUES:
+        _refuse(name, f"distributions (cells of width {2 * tol:g}, {len(values)} entries)", count,
+                MIN_VALUES)
+    return f"prob {tol!r} {len(values)} {digest(name, 0, _token(_cell(v, tol) for v in values))}"
 
 
 def key_int(name: str, expected, lo: int, hi: int) -> str:
@@ -250,21 +289,26 @@ def _matches_close(name: str, got: list, tol: float, wanted: str) -> bool:
 
 
 def key_space(name: str, key: str) -> int:
-    """The size of the answer space a key stands for (for a number: cells per entry); raises
-    ``SmallAnswerSpace`` naming ``name`` when it is below the threshold."""
+    """The size of the answer space a key stands for (every entry counted as non-zero: the most
+    the key's text allows); raises ``SmallAnswerSpace`` naming ``name`` when it is below the
+    threshold."""
     kind, *parts = str(key).split()
     if kind == "close":
-        tol, lo, hi = float(parts[0]), float(parts[1]), float(parts[2])
-        count, minimum = cells(lo, hi, tol), MIN_CELLS
-        what = f"cells of width {2 * tol:g} per entry"
+        tol, lo, hi, n = float(parts[0]), float(parts[1]), float(parts[2]), int(parts[3])
+        count = candidates(n, cells(lo, hi, tol))
+        what = f"values (cells of width {2 * tol:g}, {n} entries)"
+    elif kind == "prob":
+        tol, n = float(parts[0]), int(parts[1])
+        count = candidates(n, cells(0.0, 1.0, tol), simplex=True)
+        what = f"distributions (cells of width {2 * tol:g}, {n} entries)"
     elif kind == "int":
-        count, minimum, what = int(parts[1]) - int(parts[0]) + 1, MIN_VALUES, "whole numbers"
+        count, what = int(parts[1]) - int(parts[0]) + 1, "whole numbers"
     elif kind == "set":
-        count, minimum, what = int(parts[0]), MIN_VALUES, "possible answers"
+        count, what = int(parts[0]), "possible answers"
     else:
         raise ValueError(f"unknown answer key kind {kind!r} for {name!r}")
-    if count < minimum:
-        _refuse(name, what, count, minimum)
+    if count < MIN_VALUES:
+        _refuse(name, what, count, MIN_VALUES)
     return count
 
 
@@ -273,8 +317,9 @@ def _verdict(name: str, value, key: str, hint: str) -> bool:
     threshold and AssertionError for an answer of the wrong form."""
     key_space(name, key)
     kind, *parts = str(key).split()
-    if kind == "close":
-        tol, n, wanted = float(parts[0]), int(parts[3]), parts[4]
+    if kind in ("close", "prob"):
+        tol, n, wanted = (float(parts[0]), *((int(parts[3]), parts[4]) if kind == "close"
+                                             else (int(parts[1]), parts[2])))
         got = as_float_list(value, name, hint)
         if len(got) != n:
             fail(f"{name} has {len(got)} values, expected {n}", hint)
@@ -286,9 +331,9 @@ def _verdict(name: str, value, key: str, hint: str) -> bool:
 
 def _not_yet(name: str, key: str) -> str:
     kind, *parts = str(key).split()
-    if kind != "close":
+    if kind not in ("close", "prob"):
         return f"{name}: not yet right"
-    tol, n = float(parts[0]), int(parts[3])
+    tol, n = float(parts[0]), int(parts[3] if kind == "close" else parts[1])
     what = "every entry within" if n > 1 else "answers within"
     return f"{name}: not yet right; {what} {tol:g} of the exact value count"
 
@@ -381,13 +426,18 @@ def _form_of(name: str, forms: dict):
     return forms.get(name) or forms.get(name.split(" (")[0])
 
 
-def space(form: dict, tol=None) -> tuple:
-    """``(count, large)``: the answers of ``form`` that a check tells apart (for a number: cells
-    of the key's width, to the power of its entries) and whether a key is allowed."""
+def space(form: dict, tol=None, expected=None) -> tuple:
+    """``(count, large)``: the answers of ``form`` that a check tells apart (``candidates``; for a
+    number, with as many non-zero entries as ``expected`` has) and whether a key is allowed."""
     if form["kind"] == "real":
-        per_entry = cells(form["lo"], form["hi"], 1e-6 if tol is None else tol)
-        return per_entry ** form["n"], per_entry >= MIN_CELLS
-    count = form_count(form)
+        tol = 1e-6 if tol is None else tol
+        nonzero = None
+        if expected is not None:
+            nonzero = _nonzero(as_float_list(expected, "expected"), tol, form["lo"])
+        count = candidates(form["n"], cells(form["lo"], form["hi"], tol),
+                           simplex=form.get("simplex", False), nonzero=nonzero)
+    else:
+        count = form_count(form)
     return count, count >= MIN_VALUES
 
 
@@ -399,7 +449,10 @@ def _key_of(kind, name, expected, tol, form, label):
         if form["kind"] != "real":
             raise ValueError(f"{label}: {name!r} is checked within a tolerance but its form is "
                              f"{form['kind']!r}")
-        return key_close(name, expected, 1e-6 if tol is None else tol, form["lo"], form["hi"])
+        tol = 1e-6 if tol is None else tol
+        if form.get("simplex"):
+            return key_probability(name, expected, tol)
+        return key_close(name, expected, tol, form["lo"], form["hi"])
     if form["kind"] == "real":
         raise ValueError(f"{label}: {name!r} has a number's form but an exact assertion")
     if kind == "int":
@@ -413,10 +466,13 @@ def _key_of(kind, name, expected, tol, form, label):
 def survey(nb) -> tuple:
     """``(keys, spaces)`` of a source notebook: ``keys`` = {test cell id: {name: key}} for every
     test cell with a ``_key = {...}`` block, from its hidden assertions run on the solutions (and
-    on each ``# answer key also for: NAME = VALUE`` line of the cell: the same cell again with that
-    answer, for credit carried forward); ``spaces`` = {test cell id: {name: (count, large)}} for
-    every hidden assertion of every test cell whose answer declares a form.  Raises
-    ``SmallAnswerSpace`` for a key asked for a small space."""
+    on each ``# answer key also for: NAME = VALUE`` line of the cell, and each value of a
+    ``# each reading: NAME in (VALUE, ...)`` line: the same cell again with that answer, for credit
+    carried forward; the second form names every reading alike, so it does not tell which one the
+    solution takes); ``spaces`` =
+    {test cell id: {name: (count, large)}} for every hidden assertion of every test cell whose
+    answer declares a form, in every reading.  Raises ``SmallAnswerSpace`` for a key asked for a
+    small space."""
     namespace, keys, spaces = {"__name__": "__main__"}, {}, {}
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -424,15 +480,18 @@ def survey(nb) -> tuple:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         test = bool(meta.get("grade") and not meta.get("solution"))
         keyed = test and bool(KEY_BLOCK.search(cell.source))
-        runs = [(namespace, True)] + ([
-            ({**namespace, var: ast.literal_eval(literal)}, False)
-            for var, literal in VARIANT.findall(cell.source)] if keyed else [])
+        readings = [(var, ast.literal_eval(literal))
+                    for var, literal in VARIANT.findall(cell.source)] + [
+            (var, value) for var, literal in READINGS.findall(cell.source)
+            for value in ast.literal_eval(literal)]
+        runs = [(namespace, True)] + [({**namespace, var: value}, False)
+                                      for var, value in (readings if test else [])]
         for ns, must_pass in runs:
             record = _run(cell.source, ns, cell.id, must_pass=must_pass)
             for kind, name, expected, tol in record.seen if test else []:
                 form = _form_of(name, record.forms) if name else None
                 if form is not None:
-                    spaces.setdefault(cell.id, {})[name] = space(form, tol)
+                    spaces.setdefault(cell.id, {})[name] = space(form, tol, expected)
                 if not keyed:
                     continue
                 if not name:

@@ -11,6 +11,14 @@ functions the lab asks students to write.  Each is decorated ``@reference_implem
 
 Test and demo cells that need the real thing ask ``lreact.labchecks.reference(module, name)``,
 which builds a private copy of the module with the rule switched off for that copy only.
+
+A function of ``lreact`` that is not a reference implementation but holds a near copy of a
+graded answer (the lecture's executor, the MCP example server's weather tool, the engines'
+ChatML renderer, the tool-call-rate view's validator) is decorated ``@near_copy_of(<grade id>)``:
+nothing changes where it runs (it is callable with the rule engaged and kept whole in the
+grader's copy, which needs it), but the student edition ships its module compiled, without
+source, as it ships the modules of the reference implementations (``ships_compiled`` of the
+instructor's ``autograder/instructor/edition.py``).
 """
 from __future__ import annotations
 
@@ -73,6 +81,19 @@ def reference_implementation(fn):
     return guarded
 
 
+NEAR_COPIES: dict = {}   # "module.name" of every function marked near_copy_of -> grade ids
+
+
+def near_copy_of(*answers: str):
+    """Mark a function that holds a near copy of the graded answers ``answers`` (grade ids) but
+    is no reference implementation (see the module docstring): returned unchanged."""
+    def mark(fn):
+        NEAR_COPIES[f"{fn.__module__}.{fn.__qualname__}"] = answers
+        fn.__near_copy_of__ = answers
+        return fn
+    return mark
+
+
 def engage(*, anywhere: bool = False) -> bool:
     """From now on, in this notebook's kernel, calling a reference implementation raises
     ``ReferenceUnavailable``.  Outside an IPython kernel (a script or a test that runs the lab's
@@ -94,19 +115,28 @@ def disengage() -> None:
 
 # --- the grader's copy: bodies removed ----------------------------------------------------
 
-def _is_marker(decorator) -> bool:
+def _is_marker(decorator, name: str = "reference_implementation") -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return (isinstance(target, ast.Name) and target.id == "reference_implementation") or \
-        (isinstance(target, ast.Attribute) and target.attr == "reference_implementation")
+    return (isinstance(target, ast.Name) and target.id == name) or \
+        (isinstance(target, ast.Attribute) and target.attr == name)
 
 
-def strip_references(source: str, module: str) -> str:
+def marked(node, *names: str) -> bool:
+    """Whether the function ``node`` (ast) carries one of the decorators ``names`` (default:
+    ``reference_implementation``)."""
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        _is_marker(d, n) for d in node.decorator_list for n in names or ("reference_implementation",))
+
+
+def strip_references(source: str, module: str,
+                     marks: tuple = ("reference_implementation",)) -> str:
     """``source`` of ``lreact.<module>`` with every ``@reference_implementation`` function's
-    body replaced by ``raise ReferenceUnavailable(...)``: the code is not in the copy at all."""
+    body replaced by ``raise ReferenceUnavailable(...)``: the code is not in the copy at all.
+    ``marks``: the decorators whose functions lose their body (the grader's copy: only the
+    reference implementations; the near copies stay, the grader's copy runs them)."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                any(_is_marker(d) for d in node.decorator_list):
+        if marked(node, *marks):
             node.decorator_list = []
             text = message(f"lreact.{module}.{node.name}")
             node.body = ast.parse(

@@ -22,6 +22,7 @@ import math
 
 from .chatml import render_chatml
 from .messages import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
+from .reference import near_copy_of
 from .tools import REGISTRY, TOOLS, WEATHER_TOOL
 
 SYSTEM_PROMPT = ("You are a helpful assistant. Use the tools when a question needs current data "
@@ -35,6 +36,7 @@ def approx_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
+@near_copy_of("execute_tool_call")
 def run_tool(call: ToolCall, registry=None) -> ToolResultMessage:
     """Execute one call as the runtime does: parse the arguments, run the function, and turn any
     failure into an ``"ERROR: ..."`` result that carries the call's id (Part III,

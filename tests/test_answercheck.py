@@ -1,7 +1,10 @@
 """lreact.answercheck: a visible check of the exercises says right or "not yet" only for an answer
-space too large to search (a number within a tolerance), never gives the value, is at least as
-tolerant as the hidden test it stands for, and its keys come from the hidden tests; a small space
-(a label, a set, a small integer, an ordered list) gets its form checked and no key at all.
+space too large to search (MIN_VALUES candidates for the whole answer: a distribution of several
+non-zero entries within a tolerance), never gives the value, is at least as tolerant as the
+hidden test it stands for, and its keys come from the hidden tests; a small space (one number, a
+short or mostly-zero distribution, a label, a set, a small integer, an ordered list) gets its
+form checked and no key at all.  The tests of the check's mechanics lower the threshold
+(``any_space``): they are about matching, not about which spaces get a key.
 """
 import math
 import random
@@ -11,8 +14,8 @@ import pytest
 
 from lreact import answercheck
 from lreact.answercheck import (
-    MIN_CELLS,
     MIN_VALUES,
+    key_probability,
     SmallAnswerSpace,
     check,
     check_either,
@@ -30,6 +33,12 @@ from lreact.answercheck import (
 )
 
 
+@pytest.fixture
+def any_space(monkeypatch):
+    """Keys for any space, however small (the mechanics of matching, not the threshold)."""
+    monkeypatch.setattr(answercheck, "MIN_VALUES", 1)
+
+
 def _accepts(name, value, key):
     try:
         check(name, value, {name: key})
@@ -39,7 +48,7 @@ def _accepts(name, value, key):
 
 
 @pytest.mark.parametrize("tol", [0.002, 0.005, 0.037, 0.5])
-def test_close_accepts_everything_the_hidden_test_accepts_and_nothing_three_times_as_far(tol):
+def test_close_accepts_everything_the_hidden_test_accepts_and_nothing_three_times_as_far(tol, any_space):
     """Exactly at the tolerance, on grid boundaries and at random: |x - e| <= tol is always
     accepted (as assert_close accepts it, and 0.752 against 0.75 with 0.002 too); |x - e| >= 3 tol
     (plus a float's slack) never is."""
@@ -71,7 +80,7 @@ def test_a_vector_is_accepted_entry_by_entry_within_the_tolerance():
     assert not _accepts("p", [e[0] + 0.007] + e[1:], key)
 
 
-def test_a_key_is_no_finer_than_twice_the_tolerance():
+def test_a_key_is_no_finer_than_twice_the_tolerance(any_space):
     """Expected values in one cell (twice the tolerance wide) give the same key: a program that
     searches the key finds at most an interval of that width, never more digits."""
     assert key_close("v", [0.6001, 0.2], 0.002, 0, 1) == key_close("v", [0.6039, 0.2], 0.002, 0, 1)
@@ -121,7 +130,7 @@ def test_the_forms_check_type_and_range_and_return_what_the_hidden_tests_read():
             call()
 
 
-def test_a_vector_gets_one_verdict_that_names_no_entry_and_no_value():
+def test_a_vector_gets_one_verdict_that_names_no_entry_and_no_value(any_space):
     """A vector is judged as a whole: with removed tokens (entries 0), an entry-by-entry verdict
     would tell in one try which tokens are kept.  Zeros in the right places with wrong values
     elsewhere, and right values with a zero moved, get the same "not yet"."""
@@ -138,7 +147,7 @@ def test_a_vector_gets_one_verdict_that_names_no_entry_and_no_value():
         check("p", [0.6, 0.2, 0.2], {"p": key})
 
 
-def test_the_key_does_not_hold_the_value_and_depends_on_name_and_position():
+def test_the_key_does_not_hold_the_value_and_depends_on_name_and_position(any_space):
     key = key_close("softmax_answer", [0.609, 0.609], 0.002, 0, 1)
     assert "609" not in key.split(" ", 5)[5] and "0.6" not in key
     assert key != key_close("softmax_answer", [0.609, 0.610 + 0.004], 0.002, 0, 1)
@@ -161,13 +170,13 @@ def test_int_and_set_keys_normalise_as_the_hidden_assertions_do():
 
 
 def test_no_key_for_a_space_below_the_threshold():
-    """The threshold: a number needs MIN_CELLS cells (twice the tolerance wide) per entry over its
-    range, an exact answer MIN_VALUES values.  Below, neither a key nor a check exists: both
-    raise, naming the item."""
-    assert (MIN_CELLS, MIN_VALUES) == (100, 10**6)
-    assert key_space("p", key_close("p", [0.5], 0.002, 0, 1)) == 250
-    assert key_space("p", key_close("p", [0.5], 0.005, 0, 1)) == 100
+    """The threshold: MIN_VALUES candidates for the whole answer, a number's as an exact answer's.
+    Below, neither a key nor a check exists: both raise, naming the item."""
+    assert MIN_VALUES == 10**6
+    assert key_space("p", key_close("p", [0.5, 0.5, 0.5], 0.002, 0, 1)) == 250**3
+    assert key_space("r", key_close("r", [7.5], 0.0005, 0, 1000)) == 10**6
     for make, item in [(lambda: key_close("coarse", [0.5], 0.006, 0, 1), "coarse"),
+                       (lambda: key_close("r", [7.5], 0.005, 0, 1000), "r"),
                        (lambda: key_int("nucleus_size", 3, 1, 5), "nucleus_size"),
                        (lambda: key_int("total", 34_000, 0, 100_000), "total"),
                        (lambda: key_set("labels", ["L3"], 2**8), "labels"),
@@ -182,7 +191,7 @@ def test_no_key_for_a_space_below_the_threshold():
     assert sequences(9) == 986_410 < MIN_VALUES
 
 
-def test_check_either_says_which_reading_the_answer_is_right_for():
+def test_check_either_says_which_reading_the_answer_is_right_for(any_space):
     keys = {"v (x first)": key_close("v (x first)", [0.7, 0.3], 0.002, 0, 1),
             "v (y first)": key_close("v (y first)", [0.6, 0.4], 0.002, 0, 1)}
     assert check_either("v", [0.7, 0.3], keys) == "v (x first): right"
@@ -197,16 +206,17 @@ def test_a_missing_key_says_how_to_make_it():
 
 
 TINY = [
-    ("solution", "x = [0.25, 0.75]\nn = 3\nfirst = 'a'\nlabel = 'yes'\n"),
+    ("solution", "X = [0.1, 0.2, 0.3, 0.25, 0.15]\nx = list(X)\nn = 3\nfirst = 'a'\n"
+                 "label = 'yes'\n"),
     ("test_x", 'from lreact.answercheck import check, probability_form\nhint = "h"\n_key = {\n}\n'
-               'probability_form(x, 2, name="x", tol=0.005)\n'
+               'probability_form(x, 5, name="x", tol=0.002)\n'
                '_said = check("x", x, _key, hint=hint)\nprint(_said, "hidden graded")\n'
                "### BEGIN HIDDEN TESTS\nfrom lreact.checks import assert_close\n"
-               'assert_close(x, [0.25, 0.75], tol=0.005, name="x", hint=hint)\n'
+               'assert_close(x, X, tol=0.002, name="x", hint=hint)\n'
                "### END HIDDEN TESTS"),
     ("test_n", 'from lreact.answercheck import check, int_form, real_form\n'
                '# answer key also for: first = "b"\n_key = {\n}\n'
-               'int_form(n, name="n", lo=0, hi=10**6)\nreal_form(n, name="m", lo=0, hi=100)\n'
+               'int_form(n, name="n", lo=0, hi=10**6)\nreal_form(n, name="m", lo=0, hi=10**6)\n'
                'check(f"n ({first})", n, _key)\n'
                "### BEGIN HIDDEN TESTS\nfrom lreact.checks import assert_int_equal\n"
                'assert_int_equal(n, 3 if first == "a" else 4, name=f"n ({first})")\n'
@@ -235,14 +245,14 @@ def _tiny(cells=TINY):
 
 def test_keys_are_recorded_from_the_hidden_assertions_and_written_into_the_cells(tmp_path):
     keys, spaces = answercheck.survey(_tiny())
-    assert keys == {"test_x": {"x": key_close("x", [0.25, 0.75], 0.005, 0, 1)},
+    assert keys == {"test_x": {"x": key_probability("x", [0.1, 0.2, 0.3, 0.25, 0.15], 0.002)},
                     "test_n": {"n (a)": key_int("n (a)", 3, 0, 10**6),
-                               "m (a)": key_close("m (a)", 3, 0.25, 0, 100),
+                               "m (a)": key_close("m (a)", 3, 0.25, 0, 10**6),
                                "n (b)": key_int("n (b)", 4, 0, 10**6),
-                               "m (b)": key_close("m (b)", 5, 0.25, 0, 100)}}
-    assert spaces == {"test_x": {"x": (100**2, True)},
-                      "test_n": {"n (a)": (10**6 + 1, True), "m (a)": (200, True),
-                                 "n (b)": (10**6 + 1, True), "m (b)": (200, True)},
+                               "m (b)": key_close("m (b)", 5, 0.25, 0, 10**6)}}
+    assert spaces == {"test_x": {"x": (math.comb(254, 4), True)},
+                      "test_n": {"n (a)": (10**6 + 1, True), "m (a)": (2 * 10**6, True),
+                                 "n (b)": (10**6 + 1, True), "m (b)": (2 * 10**6, True)},
                       "test_label": {"label": (2, False)}}
     path = tmp_path / "tiny.ipynb"
     nbformat.write(_tiny(), path)
@@ -265,10 +275,62 @@ def test_a_key_block_for_a_small_space_is_refused_naming_the_item():
 
 
 def test_a_key_needs_a_declared_form_and_a_named_assertion():
-    cells = TINY[:1] + [("test_x", TINY[1][1].replace('tol=0.005, name="x"', "tol=0.005"))]
+    cells = TINY[:1] + [("test_x", TINY[1][1].replace('tol=0.002, name="x"', "tol=0.002"))]
     with pytest.raises(ValueError, match="without name="):
         answercheck.answer_keys(_tiny(cells))
-    formless = TINY[1][1].replace('probability_form(x, 2, name="x", tol=0.005)\n', "")
+    formless = TINY[1][1].replace('probability_form(x, 5, name="x", tol=0.002)\n', "")
     cells = TINY[:1] + [("test_x", formless)]
     with pytest.raises(ValueError, match="no form declared for 'x'"):
         answercheck.answer_keys(_tiny(cells))
+
+
+def test_a_key_needs_a_million_candidates_for_the_whole_answer():
+    """The tester's finding: keys with MIN_CELLS = 100 cells per entry were searched in seconds
+    (flat_topk_mass = 0.42, p_invalid = 0.60, ratio_cold, p_cold, topk_probs).  A number now gets
+    a key only when the whole answer's space holds MIN_VALUES candidates, as an exact answer:
+    cells per entry to the power of the entries; a distribution counted on the simplex (cells
+    that add up to 1) and by its non-zero entries, the fewest first, as a search would try it."""
+    from lreact.answercheck import candidates, key_probability
+    assert MIN_VALUES == 10**6 and not hasattr(answercheck, "MIN_CELLS")
+    assert candidates(1, 250) == 250 and candidates(2, 250) == 250**2
+    assert candidates(3, 250, simplex=True) == math.comb(252, 2) == 31_626
+    assert candidates(4, 250, simplex=True) == math.comb(253, 3) == 2_667_126
+    assert candidates(5, 250, simplex=True, nonzero=2) == 5 + 10 * 249 == 2_495
+    for make, item in [
+            (lambda: key_close("flat_topk_mass", [0.42], 0.002, 0, 1), "flat_topk_mass"),
+            (lambda: key_close("p_invalid", [0.60], 0.002, 0, 1), "p_invalid"),
+            (lambda: key_close("ratio_cold", [7.389], 0.037, 0, 1000), "ratio_cold"),
+            (lambda: key_close("ratio_hot", [1.649], 0.005, 0, 1000), "ratio_hot"),
+            (lambda: key_probability("p_cold", [0.867, 0.117, 0.016], 0.002), "p_cold"),
+            (lambda: key_probability("topk_probs", [0.571, 0.429, 0, 0, 0], 0.002), "topk_probs"),
+            (lambda: key_probability("p_constrained", [0.75, 0.25] + [0] * 6, 0.002),
+             "p_constrained")]:
+        with pytest.raises(SmallAnswerSpace, match=f"^{item}: no answer key"):
+            make()
+    softmax = key_probability("softmax_answer", [0.609, 0.224, 0.136, 0.030], 0.002)
+    assert softmax.startswith("prob 0.002 4 ") and key_space("softmax_answer", softmax) >= MIN_VALUES
+    assert check("softmax_answer", [0.6095, 0.2241, 0.1357, 0.0305],
+                 {"softmax_answer": softmax}) == "softmax_answer: right"
+    assert key_probability("flat", [0.253, 0.230, 0.207, 0.172, 0.138, 0.0, 0.0], 0.002)
+    for hand_made in ["prob 0.002 3 0123456789ab", "close 0.002 0.0 1.0 1 0123456789ab",
+                      "close 0.002 0.0 1.0 2 0123456789ab"]:
+        with pytest.raises(SmallAnswerSpace, match="^p: no answer key"):
+            check("p", [0.5, 0.25, 0.25][:int(hand_made.split()[-2])], {"p": hand_made})
+
+
+def test_every_reading_of_a_form_only_cell_counts_and_a_sparse_one_is_small():
+    """A cell graded in the reading another part chose (``# each reading: NAME in (...)``, every
+    value alike) has a space per reading, also without a key; a reading whose distribution is
+    mostly zeros is small, and a key asked for it is refused, naming that reading."""
+    cell = ('from lreact.answercheck import probability_form\n'
+            '# each reading: first in ("a", "b")\n'
+            'probability_form(x, 5, name="x", tol=0.002)\n'
+            "### BEGIN HIDDEN TESTS\nfrom lreact.checks import assert_close\n"
+            'assert_close(x, X if first == "a" else [0.6, 0.4, 0, 0, 0], tol=0.002, '
+            'name=f"x ({first})")\n### END HIDDEN TESTS')
+    keys, spaces = answercheck.survey(_tiny(TINY[:1] + [("test_r", cell)]))
+    assert keys == {}
+    assert spaces == {"test_r": {"x (a)": (math.comb(254, 4), True), "x (b)": (2_495, False)}}
+    keyed = cell.replace("probability_form(x", "_key = {\n}\nprobability_form(x")
+    with pytest.raises(SmallAnswerSpace, match=r"^x \(b\): no answer key .* 2,495 distributions"):
+        answercheck.answer_keys(_tiny(TINY[:1] + [("test_r", keyed)]))

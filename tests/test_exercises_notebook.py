@@ -3,12 +3,13 @@
 Fast checks read the source notebook and the catalogue of wrong answers, and run the cells in this
 process: each answer with parts earns its points per part (``LOSES``: exactly the test cells each
 wrong answer costs, the carry-forward of Exercise 6(b) included).  The visible checks
-(``lreact.answercheck``) give no answer away: a small-space item (a label, a set of labels, a small
-integer, a short ordered list: ``SMALL_WRONG``) has no key and its check says the same for every
-value of the right form, in the released student version too; a number (``LARGE_WRONG``) says
-right or "not yet" from a fresh key that ``python -m lreact.answercheck`` made from the hidden
-tests, and agrees with its hidden test on the solution, on right answers in other forms and on
-every catalogued wrong answer.  The ``slow`` ones grade with ``autograder.run.engine``: the source
+(``lreact.answercheck``) give no answer away: a small-space item (fewer than 10**6 candidates: one
+number, a short or mostly-zero distribution, a label, a set of labels, a small integer, a short
+ordered list: ``SMALL_WRONG``) has no key and its check says the same for every value of the
+right form, in the released student version too; a large one (the distributions of Exercises 1
+and 5(a): ``LARGE_WRONG``) says right or "not yet" from a fresh key that ``python -m
+lreact.answercheck`` made from the hidden tests, and agrees with its hidden test on the solution,
+on right answers in other forms and on every catalogued wrong answer.  The ``slow`` ones grade with ``autograder.run.engine``: the source
 earns every autograded point, the released stubs earn none, every catalogued wrong answer loses
 exactly its ``LOSES`` cells, and answer cells that shadow builtins or patch jsonschema gain
 nothing.
@@ -299,6 +300,11 @@ LOSES = {
 BEHAVIOURAL = {"test_ex11_code_action", "test_ex13_tool_schema", "test_ex13_tool_schema__bad_calls"}
 # small answer spaces: the visible part checks the form only (``SMALL_WRONG``)
 FORM_ONLY = {
+    "test_ex03_temperature", "test_ex03_temperature__hot", "test_ex03_temperature__ratio",
+    "test_ex03_temperature__ratio_hot", "test_ex04_truncation__topk_probs",
+    "test_ex04_truncation__topp_probs", "test_ex05_nucleus_flat__topk_mass",
+    "test_ex06_order__values", "test_ex07_constrained__renormalised",
+    "test_ex07_constrained__invalid",
     "test_ex04_truncation", "test_ex04_truncation__topp", "test_ex04_truncation__nucleus_size",
     "test_ex05_nucleus_flat", "test_ex06_order", "test_ex06_order__size", "test_ex07_constrained",
     "test_ex10_trajectory", "test_ex10_trajectory__thoughts", "test_ex10_trajectory__observations",
@@ -307,8 +313,10 @@ FORM_ONLY = {
     "test_ex12_context_budget__prefix", "test_ex12_context_budget__overflow",
     *(f"test_ex09_cot_or_react{'' if k == 'a' else '__' + k}" for k in "abcdef"),
     *(f"test_ex14_validation{'' if i == 1 else f'__c{i}'}" for i in range(1, 9))}
-# a check graded in the reading another part chose: it says which reading the value is right for
-EITHER = {"test_ex06_order__values": ("applied_first", ["temperature", "truncation"])}
+# a keyed check graded in the reading another part chose: it says which reading the value is right
+# for (none now: the readings of order_probs are form-only, one of them being a mostly-zero
+# distribution)
+EITHER = {}
 
 
 def _visible(source):
@@ -394,7 +402,7 @@ def test_answer_keys_are_current_and_only_for_answer_spaces_too_large_to_search(
             assert "_key" not in visible and not re.search(r"\bcheck(_either)?\(", visible), t.id
             assert not re.search(r"\b[0-9a-f]{12}\b", visible), t.id
     small = {_base(n) for s in spaces.values() for n, (_, big) in s.items() if not big}
-    large = {_base(n) for s in spaces.values() for n, (_, big) in s.items() if big}
+    large = {_base(n) for s in spaces.values() for n, (_, big) in s.items() if big} - small
     assert small == set(SMALL_WRONG) and large == set(LARGE_WRONG)
 
 
@@ -415,13 +423,14 @@ def test_no_small_space_key_can_be_written_or_checked(nb):
     student = nbformat.read(STUDENT, as_version=4)
     found = 0
     for cell in student.cells:
-        keyed = re.findall(r'^    "(.+)": "((?:close|int|set) [^"]+)",$', cell.source, re.MULTILINE)
+        keyed = re.findall(r'^    "(.+)": "((?:close|prob|int|set) [^"]+)",$', cell.source,
+                           re.MULTILINE)
         for name, key in keyed:
             key_space(name, key)      # raises SmallAnswerSpace for a small space
             found += 1
         if cell.cell_type == "markdown" or not meta(cell).get("grade"):
             assert not re.search(r"\b[0-9a-f]{12}\b", cell.source), cell.id
-    assert found == len(LARGE_WRONG) + 1     # order_probs has a key for each order of (a)
+    assert found == len(LARGE_WRONG) == 3
 
 
 def test_every_visible_check_agrees_with_its_hidden_test_on_the_solution(nb, solved):
@@ -434,7 +443,8 @@ def test_wrong_parts_lose_only_their_own_points_and_visible_checks_agree(nb, sol
     """For every catalogue entry: the cells that fail are exactly ``LOSES[entry]``; each of its
     keyed test cells' visible part says "not yet" exactly when the whole cell (hidden tests)
     fails (Exercise 6(b): when it would fail in either order of (a)), and each form-only one
-    runs through (the catalogue's wrong answers all have the right form)."""
+    runs through, or stops on the form of an answer that its hidden test fails too (a
+    distribution not renormalised does not sum to 1)."""
     entries = {f.stem: f for f in catalogue()}
     assert set(entries) == set(LOSES)
     for stem, f in entries.items():
@@ -445,8 +455,9 @@ def test_wrong_parts_lose_only_their_own_points_and_visible_checks_agree(nb, sol
         assert {t for t, (_, whole) in verdicts.items() if whole} == LOSES[stem], stem
         disagree = {}
         for t, (visible, whole) in verdicts.items():
-            if t in FORM_ONLY:      # says nothing about a wrong answer of the right form
-                if visible:
+            if t in FORM_ONLY:      # says nothing about a wrong answer of the right form; a
+                #                     wrong form (a distribution that does not sum to 1) it names
+                if visible and ("not yet" in visible or not whole):
                     disagree[t] = visible
             elif t in EITHER:       # "not yet" when the values are right in neither reading
                 var, readings = EITHER[t]
@@ -473,9 +484,20 @@ def test_right_answers_in_other_forms_pass_every_visible_check(nb, solved):
 # --- feedback that gives no answer away (the student version's visible checks) -------------
 
 STUDENT = ROOT / "exercises" / f"{ASSIGNMENT}.ipynb"
-# Every small-space item (a label, a set of labels, a small integer, a choice among a few, a short
-# ordered list) with wrong values of the right form: all of them where the space is tiny.
+# Every small-space item (one number, a short or mostly-zero distribution, a label, a set of
+# labels, a small integer, a choice among a few, a short ordered list) with wrong values of the
+# right form: all of them where the space is tiny.
 SMALL_WRONG = {
+    "p_cold": [[0.665, 0.245, 0.090], [0.5, 0.3, 0.2]],
+    "p_hot": [[0.333, 0.333, 0.334], [0.867, 0.117, 0.016]],
+    "ratio_cold": [2.0, 2.718, 7.0],
+    "ratio_hot": [2.718, 1.5, 7.389],
+    "topk_probs": [[0.5, 0.5, 0, 0, 0], [0.4, 0.3, 0, 0, 0.3]],
+    "topp_probs": [[0.571, 0.429, 0, 0, 0], [0.4, 0.3, 0.25, 0.05, 0]],
+    "flat_topk_mass": [0.58, 0.3, 0.42 + 0.1],
+    "order_probs": [[0.2, 0.2, 0.2, 0.2, 0.2], [0.421, 0.316, 0.263, 0, 0], [0.6, 0.4, 0, 0, 0]],
+    "p_constrained": [[0.6, 0.2, 0, 0.2, 0, 0, 0, 0], [0.5, 0.5, 0, 0, 0, 0, 0, 0]],
+    "p_invalid": [0.4, 0.6 + 0.05, 0.25],
     "topk_tokens": [["rainy"], ["rainy", "sunny"], ["rainy", "cloudy", "sunny"],
                     ["cloudy", "purple"]],
     "topp_tokens": [["rainy", "cloudy"], ["rainy", "cloudy", "sunny", "snowy"], ["sunny"]],
@@ -557,21 +579,12 @@ def test_no_small_space_item_reveals_correctness_in_the_student_version(student_
     assert differ == [], f"{len(differ)} outputs differ:\n" + "\n".join(differ[:40])
 
 
-# Every large-space item (numbers within a tolerance) with a wrong value of the right form.
+# Every large-space item (a distribution of Exercises 1 and 5(a)) with a wrong value of the right
+# form.
 LARGE_WRONG = {
     "softmax_answer": [0.224, 0.609, 0.136, 0.030],
     "softmax_shifted": [0.25, 0.25, 0.25, 0.25],
-    "p_cold": [0.665, 0.245, 0.090],
-    "p_hot": [0.333, 0.333, 0.334],
-    "ratio_cold": 2.0,
-    "ratio_hot": 2.718,
-    "topk_probs": [0.5, 0.5, 0, 0, 0],
-    "topp_probs": [0.571, 0.429, 0, 0, 0],
     "flat_topp_probs": [0.253, 0.230, 0.207, 0.172, 0.138, 0.0, 0.0],
-    "flat_topk_mass": 0.58,
-    "order_probs": [0.2, 0.2, 0.2, 0.2, 0.2],
-    "p_constrained": [0.6, 0.2, 0, 0.2, 0, 0, 0, 0],
-    "p_invalid": 0.4,
 }
 
 
@@ -605,7 +618,7 @@ def test_the_introduction_is_short_and_says_which_checks_say_right(student_tests
     assert len(re.findall(r"\S+", intro)) < 250
     how = next(c.source for c in student.cells[:first] if c.id == "how-to-work")
     assert "Run All" in how and len(re.findall(r"\S+", how)) < 70   # one short practical note
-    for said in ["**number**", "`right`", "`not yet`", "form only",
+    for said in ["**Exercises 1 and 5(a)**", "`right`", "`not yet`", "form only", "**number**",
                  "**label, a set of labels or a whole number**",
                  "Hidden tests give the points when your work is graded"]:
         assert said in intro, said

@@ -116,7 +116,7 @@ def test_the_introduction_says_how_to_work_without_a_server(nb):
     assert "check_drift" not in "\n".join(c.source for c in nb.cells)
     assert "python -m lreact.views.drift" in (ROOT / "README.md").read_text(encoding="utf-8")
     assert nb.cells[-1].id == "lab2-when-graded"
-    for needed in ("ReferenceUnavailable", "autograder/README.md", "isinstance", "repeat("):
+    for needed in ("ReferenceUnavailable", "GRADING.md", "isinstance", "repeat("):
         assert needed in cells["lab2-when-graded"], needed
     setup = next(c for c in nb.cells if c.id == "lab2-setup").source
     assert "lreact.reference.engage()" in setup

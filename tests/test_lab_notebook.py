@@ -137,7 +137,7 @@ def test_introduction_is_short_and_grading_details_come_last():
     assert f"**A model is optional.** {words[n]} cells" in flat, n
     last = cells[-1]
     assert last.id == "when-graded" and last.source.startswith("## When the lab is graded")
-    for needed in ("autograder/README.md", "isinstance", "repeat(", "plain"):
+    for needed in ("GRADING.md", "isinstance", "repeat(", "plain"):
         assert needed in last.source, needed
 
 

@@ -86,3 +86,40 @@ def _cut(nb, test_ids):
     out = cells.load(nb)
     out.cells = out.cells[: last + 1]
     return out
+
+
+# the tester's finding: functions of lreact that are not reference implementations but hold
+# near copies of graded answers of lab 1, shipped as source in the student edition
+NEAR_COPIES = {"views/tool_call_rates.py": ("call_problem", "validate_tool_call"),
+               "actions/mcp_server.py": ("get_weather", "get_weather"),
+               "engines/engine_text.py": ("chatml_prompt", "render_chatml"),
+               "traces.py": ("run_tool", "execute_tool_call")}
+
+
+def test_a_near_copy_of_an_answer_is_marked_and_its_module_ships_compiled():
+    """A function close to a graded answer carries ``@near_copy_of(<grade id>)``: nothing changes
+    where it runs (callable with the rule engaged, kept whole in the grader's copy), and the
+    student edition compiles its module, as it compiles a reference implementation's."""
+    import ast
+
+    from autograder.instructor.edition import ships_compiled
+    for module, (name, answer) in NEAR_COPIES.items():
+        path = paths.ROOT / "lreact" / module
+        fn = next(n for n in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(n, ast.FunctionDef) and n.name == name)
+        assert [ast.unparse(d) for d in fn.decorator_list
+                if "near_copy_of" in ast.unparse(d)] == [f"near_copy_of({answer!r})"], module
+        assert ships_compiled(path), module
+        stripped = reference.strip_references(path.read_text(), module[:-3].replace("/", "."))
+        assert ast.dump(next(n for n in ast.walk(ast.parse(stripped))
+                             if isinstance(n, ast.FunctionDef) and n.name == name).body[-1]) \
+            == ast.dump(fn.body[-1]), module                 # the grader's copy keeps the body
+    assert not ships_compiled(paths.ROOT / "lreact" / "messages.py")
+    from lreact import traces
+    try:
+        reference.engage(anywhere=True)
+        call = traces.ToolCall("c1", "echo", '{"text": "hi"}')
+        assert traces.run_tool(call, {"echo": lambda text: text}).content == "hi"   # callable
+    finally:
+        reference.disengage()
+    assert traces.run_tool.__near_copy_of__ == ("execute_tool_call",)

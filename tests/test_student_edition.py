@@ -3,6 +3,7 @@ folder, it holds no hidden-test line or string, no solution block and no referen
 implementation or model answer (up to renamed variables); it has none of the instructor's files;
 and in that folder alone the lecture runs headless, and every visible test fails on the released
 stubs and passes on the model answers pasted in (issue: two editions)."""
+import ast
 import json
 import os
 import subprocess
@@ -41,6 +42,96 @@ def test_it_holds_nothing_that_gives_an_answer_away(edition):
         assert "@reference_implementation\ndef" not in py.read_text(encoding="utf-8"), py
     assert (edition / "lreact" / "sampling.pyc").exists()
     assert not (edition / "lreact" / "sampling.py").exists()
+
+
+def test_near_copies_of_answers_ship_compiled(edition):
+    """The tester's finding: lreact functions close to lab 1's answers (not reference
+    implementations) were shipped as source; they are marked ``@near_copy_of`` and their modules
+    ship compiled, as the reference implementations' do."""
+    for module in ("views/tool_call_rates", "actions/mcp_server", "engines/engine_text", "traces"):
+        assert (edition / "lreact" / f"{module}.pyc").exists(), module
+        assert not (edition / "lreact" / f"{module}.py").exists(), module
+
+
+def test_every_path_it_mentions_is_in_it(edition):
+    """The tester's finding: both labs pointed to ``autograder/README.md``, ``binder/start`` to
+    ``jupyter-config/README.md``, ``environment.yml`` to ``tests/test_environment.py`` and
+    ``autograder/feedback/pages.py``, none of them shipped.  Every path, top-level file and
+    module a shipped file mentions is in the edition (the build refuses otherwise); the labs'
+    page on grading is one the students have, in both editions."""
+    from autograder.instructor.edition import ANNOTATION, dangling
+    assert dangling(edition) == []
+    for lab in ("lecture-ReAct-lab", "lecture-ReAct-lab2"):
+        text = (edition / "lab" / f"{lab}.ipynb").read_text()
+        assert "GRADING.md" in text and "autograder/README.md" not in text, lab
+    assert (edition / "GRADING.md").exists() and (ROOT / "GRADING.md").exists()
+    notes = (edition / "lreact" / "actions" / "codeact.py").read_text()
+    assert f"autograder/sandbox/launch.py``{ANNOTATION}" in notes       # said, not dangling
+
+
+def test_a_dangling_mention_is_found_and_named(edition, tmp_path):
+    """The search itself: a path, a top-level file and a module that the edition lacks, in a
+    README, a notebook and a script; a compiled module's source path and a glob are no miss."""
+    import shutil
+
+    from autograder.instructor.edition import dangling
+    copy = tmp_path / "copy"
+    shutil.copytree(edition, copy, ignore=shutil.ignore_patterns(".venv"))
+    (copy / "README.md").write_text("See `autograder/README.md`, `lreact/sampling.py`, "
+                                    "`lreact/*.pyc` and `lectures/figures/`.\n")
+    nb = nbformat.read(str(copy / "lab" / "lecture-ReAct-lab.ipynb"), as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("Keys: `requirements-test.txt` and "
+                                                  "`nbgrader_config.py`."))
+    nbformat.write(nb, str(copy / "lab" / "lecture-ReAct-lab.ipynb"))
+    (copy / "binder" / "start").write_text("# python -m autograder grade, scripts/timed.sh\n")
+    (copy / "requirements-test.txt").unlink()
+    assert dangling(copy) == [("Makefile", "requirements-test.txt"),
+                              ("README.md", "autograder/README.md"),
+                              ("binder/start", "python -m autograder"),
+                              ("binder/start", "scripts/timed.sh"),
+                              ("lab/lecture-ReAct-lab.ipynb", "nbgrader_config.py"),
+                              ("lab/lecture-ReAct-lab.ipynb", "requirements-test.txt")]
+
+
+def test_make_test_installs_what_the_editions_tests_need(edition):
+    """The tester's finding: ``make test`` failed on a fresh machine, because pytest was only in
+    the instructor's ``requirements-test.txt``.  The README's quick start (``make lab``, ``make
+    test``) runs the Makefile's set-up, which installs every module the edition's tests import
+    (and the kernel their notebooks run in), at the instructor's pins."""
+    import re
+    from importlib.metadata import packages_distributions
+    readme = (edition / "README.md").read_text()
+    quick = re.search(r"## Quick start.*?```bash\n(.*?)```", readme, re.S).group(1)
+    assert [ln.split()[:2] for ln in quick.splitlines()] == [["make", "lab"], ["make", "test"]]
+    makefile = (edition / "Makefile").read_text()
+    for target in ("lab", "test"):
+        deps = re.search(rf"^{target}:(.*)$", makefile, re.M).group(1).split()
+        assert "setup" in deps, target
+    stamp = re.search(r"^\$\(STAMP\):(.*?)\n\n", makefile, re.M | re.S).group(1)
+    installed = set()
+    for command in re.findall(r"pip install ([^\n]*)", stamp):
+        for req in re.findall(r"-r (\S+)", command):
+            assert req in stamp.splitlines()[0], f"$(STAMP) does not depend on {req}"
+            for line in (edition / req).read_text().splitlines():
+                line = line.split("#")[0].strip()
+                if line:
+                    installed.add(re.split(r"[=<>\[ ;]", line, maxsplit=1)[0].lower())
+        if re.search(r"-e \.(\s|$)", command):
+            installed.add("lreact")
+    dists = packages_distributions()
+    needed = {"ipykernel"}                   # the kernel the tests' notebooks run in
+    for test in (edition / "tests").glob("*.py"):
+        for node in ast.walk(ast.parse(test.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            needed |= {n.split(".")[0] for n in names}
+    needed -= set(sys.stdlib_module_names)
+    missing = {m for m in needed if m != "lreact" and not {d.lower() for d in dists.get(m, [m])}
+               & installed} | ({"lreact"} - installed if "lreact" in needed else set())
+    assert missing == set(), f"make test would not find: {sorted(missing)}"
+    test_pins = (ROOT / "requirements-test.txt").read_text().splitlines()
+    assert next(ln for ln in (edition / "requirements-test.txt").read_text().splitlines()
+                if ln.startswith("pytest")) in test_pins
 
 
 def test_a_leak_is_found_and_named(edition, tmp_path):

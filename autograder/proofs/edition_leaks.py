@@ -7,7 +7,8 @@ any file of it:
   constants (10 characters or more);
 - a solution block's line (a distinctive line of a ``### BEGIN SOLUTION`` region);
 - the body of a reference implementation of a graded function, up to renamed variables: every
-  ``@reference_implementation`` function of ``lreact`` and every function a model answer
+  ``@reference_implementation`` function of ``lreact``, every ``@near_copy_of`` one (a near
+  copy of a graded answer, shipped compiled like them) and every function a model answer
   defines.  Code is compared as normalised statements (``shape``: the syntax tree with every
   local name and argument renamed in order of appearance, attribute and global names kept), and
   a run of ``RUN`` consecutive statements of a body found in the same order in any function or
@@ -170,6 +171,8 @@ def public_text(root: Path = paths.ROOT) -> str:
     test or a solution that is also here is no secret (a hint the visible test repeats, the
     weather table, a tool's description)."""
     from lreact.reference import strip_references
+
+    from ..instructor.edition import COMPILED_MARKS
     root = Path(root)
     parts = []
     for path in sorted(root.glob("exercises/*.ipynb")) + sorted(root.glob("lab/*.ipynb")) + \
@@ -178,8 +181,8 @@ def public_text(root: Path = paths.ROOT) -> str:
         parts += ["".join(c["source"]) for c in nb["cells"]]
     for path in sorted((root / "lreact").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if "@reference_implementation" in text and path.name != "reference.py":
-            text = strip_references(text, path.stem)
+        if any(f"@{m}" in text for m in COMPILED_MARKS) and path.name != "reference.py":
+            text = strip_references(text, path.stem, marks=COMPILED_MARKS)
         parts.append(text)
     return "\n".join(parts)
 
@@ -209,17 +212,18 @@ def secrets(root: Path = paths.ROOT) -> Secrets:
                     body = [st for st in body if st not in given.get(name, [])]
                     if name != "<module>" and body:
                         references.append((f"the model answer {name} ({gid})", body))
+    from lreact.reference import marked
     for path in sorted((Path(root) / "lreact").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if "@reference_implementation" not in text:
+        if "@reference_implementation" not in text and "@near_copy_of" not in text:
             continue
         tree = ast.parse(text)
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    "reference_implementation" in ast.unparse(d) for d in node.decorator_list):
-                references.append((f"the reference implementation "
-                                   f"{path.relative_to(root)}:{node.name}",
-                                   shape(node.body, _locals(node))))
+            for mark, what in (("reference_implementation", "the reference implementation"),
+                               ("near_copy_of", "the near copy of an answer")):
+                if marked(node, mark):
+                    references.append((f"{what} {path.relative_to(root)}:{node.name}",
+                                       shape(node.body, _locals(node))))
     return Secrets(lines, strings, references)
 
 

@@ -14,7 +14,9 @@ and the message as its text, which is what the lab's ``call_mcp_tool`` must pass
 
 The server implements its tools itself, on the weather table of ``lreact.tools``, rather than
 calling ``lreact.tools.get_weather``: that is the course's reference version of a lab answer,
-which a grading run withholds from the student's process and from everything it starts.  The
+which a grading run withholds from the student's process and from everything it starts.  Its
+``get_weather`` is close to that answer (``@near_copy_of``): the student edition ships this module
+compiled.  The
 server runs in a process of its own, started by ``lreact.actions.mcp_client.MCPConnection``.
 """
 import math
@@ -24,6 +26,7 @@ from typing import Annotated, Literal
 # no `from __future__ import annotations`: the SDK reads these annotations at run time
 from pydantic import Field
 
+from ..reference import near_copy_of
 from ..tools import WEATHER
 
 SERVER_NAME = "lreact-weather"
@@ -42,6 +45,7 @@ def build_server():
     by_lower = {name.lower(): name for name in WEATHER}
 
     @server.tool()
+    @near_copy_of("get_weather")
     def get_weather(city: Annotated[str, Field(description="City name, e.g. 'Berlin'")],
                     unit: Literal["celsius", "fahrenheit"] = "celsius") -> str:
         """Get the current weather for a city: temperature and conditions."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 
 from ..chatml import TOOLS_POSTAMBLE, TOOLS_PREAMBLE
+from ..reference import near_copy_of
 from ..messages import (
     AssistantMessage,
     SystemMessage,
@@ -58,6 +59,7 @@ def _dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+@near_copy_of("render_chatml")
 def chatml_prompt(wire, tools=None, *, generation_prompt=True) -> str:
     """The course's Qwen2.5 ChatML for ``wire`` (``wire_messages``) and ``tools``: system turn
     with the tools section, ``<tool_call>`` blocks in assistant turns, results as

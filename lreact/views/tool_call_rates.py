@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from ..engines.backends import configured_backend, configured_llm
 from ..harness import format_error as course_format_error
+from ..reference import near_copy_of
 from ..tools import TOOLS
 from .canvas import new_figure
 
@@ -147,6 +148,7 @@ def answer_is_correct(answer, question: Question) -> bool:
     return all(n in found for n in question.numbers)
 
 
+@near_copy_of("validate_tool_call")
 def call_problem(call, tools):
     """None for a call that passes the three checks (JSON, known tool, schema), else which one
     it failed (lecture Part III, "Validating tool calls: parsing vs policy")."""
