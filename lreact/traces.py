@@ -196,3 +196,44 @@ def thinking_tokens(history) -> tuple:
             else:
                 left_out += approx_tokens(m.reasoning)
     return sent, left_out
+
+
+# --- lab 2's fallbacks (its set-up cell): the course's executor and loop, for the live cells
+# when the first lab's functions are not pasted in C.0.  Close to lab 1's answers, so the student
+# edition ships this module compiled (``near_copy_of``).
+
+@near_copy_of("validate_tool_call", "execute_tool_call")
+def course_execute(call: ToolCall, tools, registry) -> ToolResultMessage:
+    """The course's executor: the three checks (lecture Part III, "Validating a call"), then the
+    tool; a failure is an ``"ERROR: ..."`` result."""
+    import jsonschema
+    schemas = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
+    try:
+        try:
+            arguments = json.loads(call.arguments)
+        except ValueError as e:
+            raise ValueError(f"invalid JSON: {e}") from None
+        if call.name not in schemas or call.name not in registry:
+            raise ValueError(f"unknown tool: {call.name!r}")
+        try:
+            jsonschema.validate(arguments, schemas[call.name])
+        except jsonschema.ValidationError as e:
+            raise ValueError(f"schema violation: {e.message}") from None
+        content = str(registry[call.name](**arguments))
+    except Exception as e:  # noqa: BLE001 - every failure is an observation
+        content = f"ERROR: {e}"
+    return ToolResultMessage(call.id, content)
+
+
+@near_copy_of("run_agent")
+def course_loop(question: str, llm, tools, registry, *, history: list, max_steps: int = 8) -> str:
+    """The course's Prompt-ToolLoop (lecture Part II, "The execution loop") for lab 2's live
+    cells when the first lab's ``run_agent`` is not pasted: the reply's text, or a stop line."""
+    history.append(UserMessage(question))
+    for _ in range(max_steps):
+        response = llm(history, tools)
+        history.append(response)
+        if not response.tool_calls:
+            return response.text
+        history.extend(course_execute(call, tools, registry) for call in response.tool_calls)
+    return "stopped: step budget exhausted"

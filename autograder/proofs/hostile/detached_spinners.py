@@ -2,6 +2,19 @@
 import os as _os
 if not _os.path.isdir("/grading/kit"):  # safety catch for instructors: never run this outside the grader sandbox
     raise SystemExit("hostile catalogue entry refused to run outside the grader sandbox")
+import ctypes as _ctypes
+# os.fork is refused in the answers' process (autograder/inside/guard.py); libc's own fork is what
+# a determined answer uses instead, so the sandbox (cgroup, pids limit) is what this entry meets
+_libc_fork = _ctypes.PyDLL(None).fork
+
+
+def _fork():
+    pid = _libc_fork()
+    if pid < 0:
+        raise OSError("fork failed")
+    return pid
+
+
 import os
 import time
 
@@ -9,13 +22,13 @@ go_read, go_write = os.pipe()       # every spinner waits for the last fork, the
 started = 0
 for _ in range(100):
     try:
-        pid = os.fork()
+        pid = _fork()
     except OSError:
         break
     if pid == 0:                      # child: a new session, then a grandchild that spins
         try:
             os.setsid()
-            if os.fork() == 0:
+            if _fork() == 0:
                 os.close(go_write)
                 os.read(go_read, 1)       # returns once the parent closes its end
                 stop = time.monotonic() + 600

@@ -2,6 +2,19 @@
 import os as _os
 if not _os.path.isdir("/grading/kit"):  # safety catch for instructors: never run this outside the grader sandbox
     raise SystemExit("hostile catalogue entry refused to run outside the grader sandbox")
+import ctypes as _ctypes
+# os.fork is refused in the answers' process (autograder/inside/guard.py); libc's own fork is what
+# a determined answer uses instead, so the sandbox (cgroup, pids limit) is what this entry meets
+_libc_fork = _ctypes.PyDLL(None).fork
+
+
+def _fork():
+    pid = _libc_fork()
+    if pid < 0:
+        raise OSError("fork failed")
+    return pid
+
+
 import os
 import time
 
@@ -33,7 +46,7 @@ for folder in dict.fromkeys(("/dev/shm", "/tmp", os.environ.get("HOME", "/gradin
 
 holders = []
 for _ in range(6):
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:                      # each holder keeps 1 GB that is in no one's address space
         try:
             done, err = fill(lambda: os.memfd_create("hold"), 1024)
