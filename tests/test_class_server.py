@@ -230,7 +230,8 @@ def test_the_command_serves_checks_and_stops_without_a_hang(tmp_path):
                str(roster_of(tmp_path / "roster.csv", 3)), "--model", str(MODEL),
                "--host", "127.0.0.1", "--port", str(port), "--keys", str(keys),
                "--slots", "2", "--ctx", "2048", "--max-tokens", "64"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LLAMA_ARG_API_KEY": "lr-from-the-environment"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LLAMA_ARG_API_KEY": "lr-from-the-environment",
+           "LLAMA_API_KEY": "lr-from-the-environment-2"}      # llama-server reads both
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, env=env, text=True, cwd=tmp_path)
     printed = []
@@ -257,8 +258,11 @@ def test_the_command_serves_checks_and_stops_without_a_hang(tmp_path):
             good = check_setup(timeout=120)
             mp.setenv("LREACT_API_KEY", "lr-from-the-environment")   # not passed on
             wrong = check_setup(timeout=120)
+            mp.setenv("LREACT_API_KEY", "lr-from-the-environment-2")
+            wrong_too = check_setup(timeout=120)
         assert good.ok and "✓ It accepts the API key in LREACT_API_KEY." in str(good), str(good)
         assert not wrong and "refused this key" in str(wrong), str(wrong)
+        assert not wrong_too and "refused this key" in str(wrong_too), str(wrong_too)
 
         outcome = {}
 
@@ -482,3 +486,41 @@ def test_a_class_on_one_server(tmp_path):
     print("\nclass-server load test: " + json.dumps(report))
     print(f"aggregate: {report['tokens_generated'] / wall:.1f} generated tokens/s over "
           f"{wall:.1f} s; median call {statistics.median(calls):.2f} s")
+
+
+def test_the_server_never_outlives_the_command_that_started_it(tmp_path):
+    """A closed terminal or kill -9 ends the command without its stop path: what it started
+    gets SIGTERM from the kernel (outside review: llama-server kept serving after SIGHUP)."""
+    import signal as signals
+    starter = ("import subprocess, sys, time\n"
+               "from autograder.instructor.class_server import _dies_with_parent\n"
+               "p = subprocess.Popen(['sleep', '60'], start_new_session=True,"
+               " preexec_fn=_dies_with_parent)\n"
+               "print(p.pid, flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child = int(proc.stdout.readline())
+    os.kill(proc.pid, signals.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{child}/stat") as f:            # a zombie of init's is gone too
+            if f.read().split(") ")[1].startswith("Z"):
+                break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signals.SIGKILL)
+        raise AssertionError("the started process outlived the command")
+
+
+def test_the_servers_environment_holds_no_key_of_its_own(monkeypatch):
+    from autograder.instructor.class_server import server_env
+    monkeypatch.setenv("LLAMA_API_KEY", "k1")
+    monkeypatch.setenv("LLAMA_ARG_API_KEY", "k2")
+    monkeypatch.setenv("LREACT_KEEP", "yes")
+    env = server_env()
+    assert "LLAMA_API_KEY" not in env and "LLAMA_ARG_API_KEY" not in env and env["LREACT_KEEP"] == "yes"

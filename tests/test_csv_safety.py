@@ -39,8 +39,10 @@ def test_grade_sheet_cells_from_students_are_inert_and_scores_stay_numbers(tmp_p
     rows = list(csv.reader(io.StringIO(raw, newline="")))
     assert rows[0][:2] == ["student", "assignment"]
     students = [r[0] for r in rows[1:]]
-    # a leading quote on each; a tab is a separator too, so what follows it is quoted as well
-    assert students == ["'" + p.replace("\t=", "\t'=") for p in PAYLOADS] + ["dana"]
+    # a leading quote on each; a tab, CR or LF is a separator too, so what follows it is quoted
+    # as well
+    assert students == ["'" + p.replace("\t=", "\t'=").replace("\r=", "\r'=").replace("\n=", "\n'=")
+                        for p in PAYLOADS] + ["dana"]
     assert all(_inert(c) for r in rows for c in r if not _number(c))
     assert rows[-1][-1] == "'=1+1"                        # the reason column too
     # scores are the grader's numbers: written bare, -1 stays the number -1, 0.5 stays 0.5
@@ -113,7 +115,8 @@ def _fields_as_split_by(text: str, sep: str) -> list:
 @pytest.mark.parametrize("sep", [";", "\t", ","])
 def test_no_field_starts_a_formula_whatever_the_separator(tmp_path, sep):
     names = ["x;=1+1;y", "x,=1+1,y", "x\t@SUM(1)", 'x; "=HYPERLINK(1)', "a;-2+3", "x;+1",
-             "dana;'=1", "Smith-Jones; Lee", "plain text"]
+             "dana;'=1", "x\n=SUM(A1:A3)\ny", "x\r\n=1+1", "x\r@SUM(1)", "x\n\t=1",
+             "Smith-Jones; Lee", "plain text"]     # a line break: a row of its own (review)
     path = tmp_path / "out.csv"
     safecsv.write(path, ["name", "score"], [[n, 3] for n in names])
     for field in _fields_as_split_by(path.read_text(encoding="utf-8"), sep):

@@ -293,18 +293,35 @@ def templates_dir(binary) -> Path:
 
 
 def server_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")}
+    """The caller's environment without what llama-server would read as its settings: every
+    ``LLAMA_ARG_*`` and ``LLAMA_API_KEY`` (a key in no roster that ``--new-key`` could not
+    revoke: outside review)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
     env.setdefault("OMP_WAIT_POLICY", "passive")
     return env
 
 
 def port_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        # as llama-server binds: a port whose old connections are still closing (TIME_WAIT
+        # after a stop) is free, one something listens on is not
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
             return True
         except OSError:
             return False
+
+
+def _dies_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the process that started it ends, however
+    it ends (a closed terminal, kill -9), so no llama-server is left serving the class's keys
+    (outside review: after SIGHUP it kept answering)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -362,7 +379,7 @@ class LlamaServer:
         try:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=server_env(),
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=_dies_with_parent)
         finally:
             if self.log:
                 os.close(out)
@@ -582,13 +599,15 @@ class ClassServer:
         return "\n".join(lines)
 
     def wait(self) -> int:
-        """Run until Ctrl-C / SIGTERM (0) or until llama-server ends by itself (1)."""
+        """Run until Ctrl-C / SIGTERM / SIGHUP (0) or until llama-server ends by itself (1)."""
         stop = {"signal": None}
 
         def on_signal(signum, _frame):
             stop["signal"] = signum
 
-        old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        stops = (signal.SIGINT, signal.SIGTERM) + \
+            ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())    # a closed terminal
+        old = {sig: signal.signal(sig, on_signal) for sig in stops}
         try:
             while stop["signal"] is None and self.server.running():
                 time.sleep(0.2)

@@ -12,10 +12,12 @@ writes goes through ``Writer``:
   spreadsheet shows as text;
 - every text cell is written in double quotes, inner quotes doubled (RFC 4180); and since a
   spreadsheet opened with another separator than ``,`` (``;`` in German or French locales,
-  tab) splits a quoted cell there anyway, a trigger that follows a ``,``, ``;`` or tab inside a
-  text (spaces and quotes between them) gets a single quote too: ``x;=1+1`` is written
-  ``x;'=1+1`` (an outside review had LibreOffice evaluate ``x;=1+1;y`` from an LMS mapping's
-  name, opened with ``;``);
+  tab) splits a quoted cell there anyway, and any separator but ``,`` splits it at its line
+  breaks into rows, a trigger that follows a ``,``, ``;``, tab, CR or LF inside a text (spaces
+  and quotes between them) gets a single quote too: ``x;=1+1`` is written ``x;'=1+1`` (an
+  outside review had LibreOffice evaluate ``x;=1+1;y`` from an LMS mapping's name, opened with
+  ``;``, and, in the class server's key handout, ``x\n=SUM(A1:A3)`` from a roster's name: a
+  formula on a row of its own that read another student's key);
 - numbers (``int``, ``float``) are written bare and never quoted: scores are numbers the grader
   computes, never student text, so a score of -1 stays the number -1.
 
@@ -35,7 +37,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
-AFTER_SEPARATOR = re.compile(r"""([,;\t][ "']*)(?=[=+\-@\r\n\0])""")
+AFTER_SEPARATOR = re.compile(r"""([,;\t\r\n][ "']*)(?=[=+\-@\t\0])""")
 
 
 def cell(value):
