@@ -1,4 +1,4 @@
-# WRONG: a stub whose code object is taken from the course's reference top_k_filter
+# HOSTILE: lecture-ReAct-lab top_k_filter: a stub whose code object is taken from the course's reference top_k_filter (a function's __code__ replaced: refused in the answers' process by autograder/inside/guard.py; the grading copy of lreact has no reference code anyway)
 import inspect
 
 import lreact.sampling
