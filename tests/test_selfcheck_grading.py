@@ -141,8 +141,9 @@ def test_wrong_answer_runs_and_is_caught(grading, aid, entry):
     assert tests, f"{entry.grade_id} has no test cells test_{entry.grade_id}*"
     r = grading.result(("wrong", entry.path))
     assert r.answers_ran.get(entry.grade_id), (
-        f"the wrong answer's own cell did not run ({r.failure}): it must model a mistake "
-        "in working code")
+        f"{entry.path.name}: the wrong answer's own cell did not run "
+        f"({r.failure or _cell_error(r, entry.grade_id)}): it must model a mistake in working "
+        "code; an answer that attacks the grader belongs in autograder/proofs/hostile/")
     got = sum(r.scores[t][0] for t in tests)
     possible = sum(r.scores[t][1] for t in tests)
     assert got < possible, f"{entry.mistake!r} is NOT caught: {got:g}/{possible:g} on {tests}"
@@ -242,3 +243,14 @@ def test_a_cascade_is_declared_with_its_reason(tmp_path):
         entry.write_text("# WRONG: adds instead of multiplying\n" + bad + "-    return 2 * x\n+    return 2 + x\n")
         with pytest.raises(catalogue.CatalogueError, match=words):
             catalogue.entries("tiny", root=tmp_path)
+
+
+def _cell_error(r, grade_id: str) -> str:
+    """The error the answer cell itself ended with, from the executed notebook."""
+    executed = r.executed if isinstance(r.executed, dict) else {}
+    for cell in executed.get("cells", []):
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    return f"{out.get('ename')}: {str(out.get('evalue'))[:300]}"
+    return "no error output"

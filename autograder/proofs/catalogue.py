@@ -125,7 +125,8 @@ def _mistake(path: Path, text: str, prefix: str = WRONG_PREFIX) -> tuple[str, st
     first, _, rest = text.partition("\n")
     if not first.startswith(prefix) or len(first.strip()) <= len(prefix) + 5:
         what = "the mistake" if prefix == WRONG_PREFIX else "the reading of the task"
-        raise CatalogueError(f"{path.name}: the first line must be '{prefix}<{what}>'")
+        raise CatalogueError(f"{path.name}: the first line must be '{prefix}<{what}>', "
+                             f"{what} said in more than 5 characters")
     return first[len(prefix):].strip(), rest
 
 
