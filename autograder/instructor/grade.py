@@ -234,6 +234,18 @@ def graded(sub: Submission, source: Path, *, timeout: float = 60, sandbox: str =
     return record
 
 
+def _flagged(lines: list, records: list, key: str, what: str) -> None:
+    """The summary's lines for the submissions a flag (``record[key]``: {grade id: [found]})
+    marks for the instructor; their scores stay what the tests gave."""
+    flagged = [r for r in records if r.get(key)]
+    if flagged:
+        lines.append(f"{len(flagged)} submission(s) {what}; their scores are what the tests "
+                     "gave, the judgement is yours:")
+        for r in flagged:
+            for gid, found in sorted(r[key].items()):
+                lines.append(f"  {_who(r)}: {shown(gid)} holds {shown('; '.join(found))}")
+
+
 def _path(sub: Submission) -> str | None:
     return str(sub.notebook) if sub.notebook is not None else None
 
@@ -401,24 +413,12 @@ def summary(records, failures) -> str:
                 lines.append(f"  {_who(r)}: its grade from an earlier run was withdrawn "
                              "(its autograded scores; hand grades are kept for when it is "
                              "graded again)")
-    copied = [r for r in records if r.get("copied")]
-    if copied:
-        lines.append(f"{len(copied)} submission(s) whose answers hold code of a reference "
-                     "implementation or of the model answer (variables renamed or not); their "
-                     "scores are what the tests gave, the judgement is yours:")
-        for r in copied:
-            for gid, what in sorted(r["copied"].items()):
-                lines.append(f"  {_who(r)}: {shown(gid)} holds {shown('; '.join(what))}")
-    hiding = [r for r in records if r.get("hidden_code")]
-    if hiding:
-        lines.append(f"{len(hiding)} submission(s) whose answers bring code they do not show "
-                     "(compiled code as data, code objects, ctypes, other programs, encoded "
-                     "payloads: the student edition's compiled modules can be read back); while "
-                     "grading, the plain routes were refused; their scores are what the tests "
-                     "gave, the judgement is yours:")
-        for r in hiding:
-            for gid, what in sorted(r["hidden_code"].items()):
-                lines.append(f"  {_who(r)}: {shown(gid)} holds {shown('; '.join(what))}")
+    _flagged(lines, records, "copied", "whose answers hold code of a reference "
+             "implementation or of the model answer (variables renamed or not)")
+    _flagged(lines, records, "hidden_code", "whose answers bring code they do not show "
+             "(compiled code as data, code objects, ctypes, other programs, encoded payloads: "
+             "the student edition's compiled modules can be read back); while grading, the "
+             "plain routes were refused")
     several = [r for r in records if r.get("duplicates")]
     if several:
         lines.append(f"{len(several)} student(s) with more than one upload of one assignment "
