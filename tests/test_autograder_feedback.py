@@ -265,6 +265,7 @@ def hidden_only_strings(aid: str) -> list[str]:
     released = nbformat.reads(generate(paths.source_path(aid)), as_version=4)
     public = _squash("\n".join(c.source for c in released.cells)
                      + "".join(p.read_text() for p in (ROOT / "lreact").rglob("*.py")))
+    public += public.replace("`", "")      # markdown as rendered: `</function>` shows without
     return sorted(s for s in found if len(s.strip()) >= 4
                   and not any(f in public for f in _forms(s)))
 
