@@ -328,7 +328,9 @@ def test_lecture_on_a_real_model(backend, name, tmp_path):
     live = live[0]
     if name == "lecture-messages":     # the engine's own token counts and the prompt cache (§6)
         budget, reuse = out["budget-engine-count"], out["kv-reuse"]
-        assert budget.count("counted by the engine") == 6, budget     # every call of both runs
+        calls = re.findall(r"(?m)^\s+call \d+:.*counted by the engine", budget)
+        assert len(calls) == 6, budget                                 # every call of both runs
+        assert "Measured:        " in budget and "Take from it:" in budget   # beside the prediction
         if backend == "embedded":       # the engine times its prompt: the ratios are measured
             assert reuse.count("  measured: ") == 3, reuse       # a line per version as it goes
             assert "The cached prefix saved " in reuse and "stamped " in reuse
