@@ -81,6 +81,9 @@ def reference_implementation(fn):
     return guarded
 
 
+# the decorators that make the student edition ship a module compiled, without source
+# (autograder/instructor/edition.py) and that the edition's leak search strips (proofs/edition_leaks.py)
+COMPILED_MARKS = ("reference_implementation", "near_copy_of")
 NEAR_COPIES: dict = {}   # "module.name" of every function marked near_copy_of -> grade ids
 
 

@@ -172,7 +172,7 @@ def public_text(root: Path = paths.ROOT) -> str:
     weather table, a tool's description)."""
     from lreact.reference import strip_references
 
-    from ..instructor.edition import COMPILED_MARKS
+    from lreact.reference import COMPILED_MARKS
     root = Path(root)
     parts = []
     for path in sorted(root.glob("exercises/*.ipynb")) + sorted(root.glob("lab/*.ipynb")) + \
